@@ -1,0 +1,21 @@
+"""skdp: scikit-learn compatible differentially private estimators.
+
+Every estimator describes its statistic to one shared mechanism core
+(:mod:`skdp.mechanisms`), which calibrates and samples all noise.
+"""
+
+from ._budget import PrivacyBudget, compose_advanced, compose_basic
+from .exceptions import BudgetExceededError, PrivacyGuaranteeWarning, PrivacyLeakWarning
+from . import mechanisms  # noqa: F401
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "PrivacyBudget",
+    "compose_basic",
+    "compose_advanced",
+    "PrivacyLeakWarning",
+    "PrivacyGuaranteeWarning",
+    "BudgetExceededError",
+    "mechanisms",
+]

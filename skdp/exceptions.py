@@ -1,0 +1,34 @@
+"""Warnings and errors raised by skdp."""
+
+__all__ = [
+    "PrivacyLeakWarning",
+    "PrivacyGuaranteeWarning",
+    "BudgetExceededError",
+]
+
+
+class PrivacyLeakWarning(UserWarning):
+    """A public bound was inferred from the private data.
+
+    Differential privacy assumes that data bounds (row norms, label ranges)
+    are public inputs. When the user omits them, skdp infers them from the
+    data so that the estimator still runs, but the inferred value depends on
+    the private records and is itself a leak. The inferred value is stored in
+    a fitted attribute (for example ``data_norm_``), never in the parameter.
+    """
+
+
+class PrivacyGuaranteeWarning(UserWarning):
+    """A mechanism whose privacy guarantee is not established was used.
+
+    Raised for mechanisms with ``verified = False`` (R1SMG, product noise, and
+    methods whose guarantee rests on a conjecture). Their outputs must not be
+    presented as differentially private.
+    """
+
+
+class BudgetExceededError(ValueError):
+    """A fit would spend more privacy budget than the accountant has left.
+
+    Raised before any data is touched; nothing is spent.
+    """

@@ -1,0 +1,70 @@
+"""Calibration entry point and mechanism selection (``mechanism="auto"``)."""
+
+from .._validation import check_epsilon_delta
+from ._base import _REGISTRY, get_mechanism
+from ._query import Query
+
+__all__ = ["calibrate", "select", "candidates"]
+
+
+def candidates(query, epsilon, delta):
+    """Calibrate every verified mechanism that applies; return the NoiseSpecs."""
+    specs = []
+    for name in sorted(_REGISTRY):
+        mech = _REGISTRY[name]
+        if not mech.verified or mech.applicable(query, epsilon, delta) is not None:
+            continue
+        specs.append(mech.calibrate(query, epsilon, delta))
+    return specs
+
+
+def select(query, epsilon, delta):
+    """The verified mechanism with the least expected squared error.
+
+    Only mechanisms with ``verified = True`` that apply to the query's shape,
+    sensitivity information and budget are compared; unverified mechanisms
+    are never selected. Ties go to the alphabetically first name, so the
+    choice is deterministic (it depends on public inputs only).
+    """
+    if not isinstance(query, Query):
+        raise TypeError(f"query must be a skdp.mechanisms.Query, got {type(query).__name__}.")
+    epsilon, delta = check_epsilon_delta(epsilon, delta)
+    specs = candidates(query, epsilon, delta)
+    if not specs:
+        raise ValueError(
+            f"no verified mechanism applies to {query!r} at epsilon={epsilon}, delta={delta}."
+        )
+    return min(specs, key=lambda s: s.expected_squared_error)
+
+
+def calibrate(query, epsilon, delta=0.0, mechanism="auto"):
+    """Calibrate noise for ``query`` at (epsilon, delta).
+
+    Parameters
+    ----------
+    query : Query
+    epsilon : float
+        > 0.
+    delta : float, default=0.0
+        In [0, 1). Gaussian-type mechanisms need delta > 0.
+    mechanism : str, default="auto"
+        A registered mechanism name, or ``"auto"`` for the verified mechanism
+        with the least expected squared error (:func:`select`).
+
+    Returns
+    -------
+    NoiseSpec
+
+    Examples
+    --------
+    >>> from skdp.mechanisms import Query, calibrate
+    >>> spec = calibrate(Query(shape=(3,), l2_sensitivity=1.0), epsilon=1.0, delta=1e-5,
+    ...                  mechanism="analytic_gaussian")
+    >>> round(spec.params["sigma"], 4)
+    3.7306
+    """
+    if mechanism == "auto":
+        return select(query, epsilon, delta)
+    if not isinstance(mechanism, str):
+        raise ValueError(f"mechanism must be a name or 'auto', got {mechanism!r}.")
+    return get_mechanism(mechanism).calibrate(query, epsilon, delta)

@@ -1,0 +1,46 @@
+import numpy as np
+import pytest
+
+from skdp import PrivacyBudget, compose_advanced
+from skdp._validation import check_data_norm, check_epsilon_delta, clip_rows
+from skdp.exceptions import PrivacyLeakWarning
+
+
+@pytest.mark.parametrize("eps", [0, -1, np.nan, np.inf, "a", None])
+def test_bad_epsilon(eps):
+    with pytest.raises(ValueError, match="epsilon"):
+        check_epsilon_delta(eps, 1e-5)
+
+
+@pytest.mark.parametrize("delta", [-1e-9, 1.0, 2.0, np.nan, None])
+def test_bad_delta(delta):
+    with pytest.raises(ValueError, match="delta"):
+        check_epsilon_delta(1.0, delta)
+
+
+def test_budget_basic_composition():
+    b = PrivacyBudget(0.5, 1e-6) + PrivacyBudget(0.25, 2e-6)
+    assert b.epsilon == pytest.approx(0.75)
+    assert b.delta == pytest.approx(3e-6)
+
+
+def test_advanced_composition_closed_form():
+    # Dwork & Roth Thm 3.20: eps*sqrt(2k ln(1/d')) + k eps (e^eps - 1)
+    eps, k, dp = 0.01, 1000, 1e-6
+    expect = eps * np.sqrt(2 * k * np.log(1 / dp)) + k * eps * np.expm1(eps)
+    b = compose_advanced(eps, 0.0, k, dp)
+    assert b.epsilon == pytest.approx(expect, rel=1e-12)
+    assert b.delta == pytest.approx(dp)
+    # when advanced is worse, basic is returned
+    assert compose_advanced(1.0, 0.0, 2, 1e-6).epsilon == pytest.approx(2.0)
+
+
+def test_data_norm_inferred_warns_and_clipping():
+    X = np.array([[3.0, 4.0], [0.3, 0.4]])
+    with pytest.warns(PrivacyLeakWarning):
+        assert check_data_norm(X, None) == pytest.approx(5.0)
+    Xc = clip_rows(X, 1.0)
+    np.testing.assert_allclose(np.linalg.norm(Xc, axis=1), [1.0, 0.5])
+    np.testing.assert_allclose(Xc[1], X[1])
+    with pytest.raises(ValueError):
+        check_data_norm(X, -1.0)
