@@ -5,6 +5,7 @@ Every estimator describes its statistic to one shared mechanism core
 """
 
 from ._budget import PrivacyBudget, compose_advanced, compose_basic
+from ._ledger import BudgetLedger, SQLiteLedger
 from .exceptions import BudgetExceededError, PrivacyGuaranteeWarning, PrivacyLeakWarning
 from . import mechanisms  # noqa: F401
 
@@ -12,6 +13,8 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "PrivacyBudget",
+    "BudgetLedger",
+    "SQLiteLedger",
     "compose_basic",
     "compose_advanced",
     "PrivacyLeakWarning",

@@ -1,0 +1,601 @@
+"""Privacy ledgers: one budget shared by many fits, threads and processes.
+
+A ledger holds a total (epsilon, delta) budget and the list of what was spent
+from it. Every private estimator accepts a ledger as its ``accountant``
+parameter and calls :meth:`spend` *before* it touches the data
+(:meth:`skdp.base.PrivateEstimatorMixin._charge_budget`): the call checks that
+the spend still fits in the budget and records it in one atomic step, or
+raises :class:`~skdp.BudgetExceededError` and records nothing.
+
+Two ledgers share one interface:
+
+* :class:`BudgetLedger` lives in memory and is guarded by a
+  :class:`threading.Lock` (threads of one process);
+* :class:`SQLiteLedger` lives in a SQLite file that any number of processes
+  open; check-and-spend is one ``BEGIN IMMEDIATE ... COMMIT`` transaction.
+
+Both come back *as the same object* from :func:`sklearn.base.clone` and
+:func:`copy.deepcopy`, so ``GridSearchCV`` (which clones its estimator for
+every fit) charges every fit to the one ledger.
+
+Composition
+-----------
+The ledger *enforces* basic composition (Dwork & Roth 2014, Theorem 3.16):
+spends ``(eps_i, delta_i)`` compose to ``(sum eps_i, sum delta_i)``. This is
+valid for any adaptive sequence of mechanisms and any number of them, and the
+check ``spent + new <= total`` only needs the running sums.
+:meth:`total` also *reports* the advanced (heterogeneous) composition bound,
+which is smaller for many small spends; see :func:`compose_heterogeneous`.
+"""
+
+import itertools
+import math
+import os
+import sqlite3
+import threading
+import time
+import weakref
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._budget import PrivacyBudget
+from ._validation import check_epsilon_delta, check_positive_finite
+from .exceptions import BudgetExceededError
+
+__all__ = [
+    "SpendRecord",
+    "BudgetLedger",
+    "SQLiteLedger",
+    "compose_heterogeneous",
+]
+
+# relative slack of the budget check, the same as PrivacyBudget.covers: it
+# lets ten spends of 0.1 fill a budget of 1.0 despite rounding, and can never
+# overspend by more than one part in 10^12.
+_RTOL = 1e-12
+
+
+@dataclass(frozen=True)
+class SpendRecord:
+    """One spend recorded by a ledger.
+
+    Attributes
+    ----------
+    who : str
+        The source of the spend (estimator class name for fits).
+    what : str
+        Free-text description (``"fit"``, ``"PrivateGridSearchCV"``...).
+    epsilon, delta : float
+        The budget spent.
+    when : float
+        Unix timestamp of the spend.
+    pid : int
+        Id of the process that spent.
+    """
+
+    who: str
+    what: str
+    epsilon: float
+    delta: float
+    when: float
+    pid: int
+
+    @property
+    def budget(self):
+        return PrivacyBudget(self.epsilon, self.delta)
+
+
+def compose_heterogeneous(epsilons, deltas, delta_slack):
+    """Advanced composition of mechanisms with different (eps_i, delta_i).
+
+    For an adaptive sequence of ``k`` mechanisms, mechanism ``i`` being
+    ``(eps_i, delta_i)``-DP, and any ``delta_slack > 0``, the composition is
+    ``(eps_total, sum delta_i + delta_slack)``-DP with
+
+        eps_total = sqrt(2 ln(1/delta_slack) sum eps_i^2) + sum eps_i (e^eps_i - 1).
+
+    Derivation. This is the proof of Dwork, Rothblum & Vadhan (2010), Theorem
+    III.3 (Dwork & Roth 2014, Theorem 3.20) with per-step constants: outside
+    events of total probability ``sum delta_i`` the privacy loss ``L_i`` of
+    step ``i`` satisfies ``|L_i| <= eps_i`` and ``E[L_i | past] <=
+    eps_i (e^eps_i - 1)`` (Dwork & Roth, Lemma 3.18 / Prop. 3.21). The
+    centred increments ``L_i - E[L_i | past]`` lie in an interval of length
+    ``2 eps_i``, so the Azuma-Hoeffding inequality gives
+    ``P(sum L_i > sum E[L_i|past] + t) <= exp(-t^2 / (2 sum eps_i^2))``;
+    ``t = sqrt(2 ln(1/delta_slack) sum eps_i^2)`` makes this ``delta_slack``.
+    With all ``eps_i = eps`` it is exactly Theorem 3.20
+    (``eps sqrt(2 k ln(1/delta')) + k eps (e^eps - 1)``). It is implied by the
+    heterogeneous composition theorem of Kairouz, Oh & Viswanath (2015,
+    Theorem 3.5), whose third bound has the smaller drift term
+    ``sum eps_i (e^eps_i - 1) / (e^eps_i + 1)`` and the smaller delta
+    ``1 - (1 - delta_slack) prod (1 - delta_i) <= delta_slack + sum delta_i``.
+
+    As in :func:`skdp.compose_advanced`, the basic composition
+    ``(sum eps_i, sum delta_i)`` is returned when it is smaller.
+
+    Parameters
+    ----------
+    epsilons, deltas : array-like of shape (k,)
+    delta_slack : float in (0, 1)
+
+    Returns
+    -------
+    PrivacyBudget
+
+    References
+    ----------
+    C. Dwork, G. N. Rothblum, S. Vadhan. Boosting and differential privacy.
+    FOCS 2010.
+    P. Kairouz, S. Oh, P. Viswanath. The composition theorem for differential
+    privacy. ICML 2015.
+
+    Examples
+    --------
+    >>> from skdp._ledger import compose_heterogeneous
+    >>> b = compose_heterogeneous([0.01] * 1000, [0.0] * 1000, 1e-6)
+    >>> round(b.epsilon, 4)
+    1.7672
+    """
+    _, delta_slack = check_epsilon_delta(1.0, delta_slack, require_delta=True)
+    eps = np.asarray(epsilons, dtype=float).ravel()
+    dl = np.asarray(deltas, dtype=float).ravel()
+    if eps.shape != dl.shape:
+        raise ValueError("epsilons and deltas must have the same length.")
+    if np.any(~np.isfinite(eps)) or np.any(eps < 0) or np.any(~np.isfinite(dl)) or np.any(dl < 0):
+        raise ValueError("epsilons and deltas must be finite and >= 0.")
+    basic_eps = math.fsum(eps)
+    basic_delta = math.fsum(dl)
+    if eps.size == 0:
+        return PrivacyBudget.zero()
+    adv = math.sqrt(2.0 * math.log(1.0 / delta_slack) * math.fsum(eps**2)) + math.fsum(
+        eps * np.expm1(eps)
+    )
+    if adv >= basic_eps:
+        return PrivacyBudget(basic_eps, basic_delta)
+    return PrivacyBudget(float(adv), basic_delta + delta_slack)
+
+
+def _as_budget(budget):
+    if isinstance(budget, PrivacyBudget):
+        return budget
+    if isinstance(budget, tuple) and len(budget) == 2:
+        return PrivacyBudget(*budget)
+    raise TypeError(f"budget must be a PrivacyBudget or an (epsilon, delta) tuple, got {budget!r}.")
+
+
+def _fits(spent_eps, spent_delta, budget, total_eps, total_delta):
+    return (spent_eps + budget.epsilon <= total_eps * (1 + _RTOL)) and (
+        spent_delta + budget.delta <= total_delta * (1 + _RTOL)
+    )
+
+
+def _exceeded_message(ledger, budget, spent_eps, spent_delta):
+    return (
+        f"{type(ledger).__name__}: spending (epsilon={budget.epsilon:.6g}, "
+        f"delta={budget.delta:.6g}) would exceed the budget (epsilon={ledger.epsilon:.6g}, "
+        f"delta={ledger.delta:.6g}); already spent (epsilon={spent_eps:.6g}, "
+        f"delta={spent_delta:.6g}). Nothing was spent."
+    )
+
+
+class _LedgerMixin:
+    """Reporting shared by both ledgers (needs ``epsilon``, ``delta``, ``spends``)."""
+
+    @property
+    def budget(self):
+        """The ledger's total budget as a :class:`~skdp.PrivacyBudget`."""
+        return PrivacyBudget(self.epsilon, self.delta)
+
+    @property
+    def spent(self):
+        """Everything spent so far, under basic composition."""
+        return self.total("basic")
+
+    @property
+    def remaining(self):
+        """What is left of the budget under basic composition (never negative)."""
+        s = self.spent
+        return PrivacyBudget(max(0.0, self.epsilon - s.epsilon), max(0.0, self.delta - s.delta))
+
+    def total(self, composition="basic", delta_slack=None):
+        """Total privacy cost of all the recorded spends.
+
+        Parameters
+        ----------
+        composition : {"basic", "advanced"}, default="basic"
+            ``"basic"``: ``(sum eps_i, sum delta_i)`` (Dwork & Roth 2014,
+            Thm 3.16), the rule the ledger enforces. ``"advanced"``: the
+            heterogeneous advanced composition of :func:`compose_heterogeneous`
+            (never larger in epsilon than basic; it adds ``delta_slack``).
+        delta_slack : float in (0, 1), default=None
+            The extra delta of advanced composition; required for it.
+
+        Returns
+        -------
+        PrivacyBudget
+        """
+        records = self.spends
+        eps = [r.epsilon for r in records]
+        deltas = [r.delta for r in records]
+        if composition == "basic":
+            if delta_slack is not None:
+                raise ValueError("delta_slack is only used with composition='advanced'.")
+            return PrivacyBudget(math.fsum(eps), math.fsum(deltas))
+        if composition == "advanced":
+            if delta_slack is None:
+                raise ValueError("composition='advanced' needs delta_slack in (0, 1).")
+            return compose_heterogeneous(eps, deltas, delta_slack)
+        raise ValueError(f"composition must be 'basic' or 'advanced', got {composition!r}.")
+
+    # A ledger is a handle on *one* budget: copies must not fork it.
+    # sklearn.base.clone deep-copies non-estimator parameters, so this is what
+    # keeps GridSearchCV's clones charging the same ledger.
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __repr__(self):
+        s = self.spent
+        return (
+            f"{type(self).__name__}(epsilon={self.epsilon!r}, delta={self.delta!r}; "
+            f"spent epsilon={s.epsilon:.6g}, delta={s.delta:.6g} in {len(self.spends)} spends)"
+        )
+
+
+# in-memory ledgers alive in this process, by token: unpickling in the
+# process that created the ledger gives back the very same object.
+_LIVE_LEDGERS = weakref.WeakValueDictionary()
+_TOKENS = itertools.count()
+
+
+class BudgetLedger(_LedgerMixin):
+    """In-memory privacy ledger shared by the fits of one process.
+
+    ``spend`` checks and records under one :class:`threading.Lock`, so
+    threads (including joblib's ``"threading"`` backend) share it safely.
+
+    Parameters
+    ----------
+    epsilon : float
+        Total epsilon, > 0.
+    delta : float, default=0.0
+        Total delta, in [0, 1).
+
+    Attributes
+    ----------
+    spends : list of SpendRecord
+        Copy of the records, oldest first.
+    spent, remaining : PrivacyBudget
+        Basic composition of the spends, and what is left.
+
+    Notes
+    -----
+    **Processes.** An in-memory budget cannot be shared between processes. A
+    ledger is bound to the process that created it:
+
+    * pickled and unpickled *in that process* it comes back as the same
+      object (so ``joblib.dump``/``load`` of a fitted estimator is harmless);
+    * in *any other process* (unpickled by a joblib ``loky`` or
+      ``multiprocessing`` worker, or inherited through ``fork``) it is a
+      read-only snapshot: :meth:`spend` raises :class:`RuntimeError` instead
+      of silently spending from a private copy of the budget, which would let
+      ``n`` workers spend ``n`` times the budget.
+
+    So ``GridSearchCV(..., n_jobs=2)`` with a ``BudgetLedger`` fails loudly
+    with the default (process-based) joblib backend; run it under
+    ``joblib.parallel_backend("threading")``, or use :class:`SQLiteLedger`,
+    which is shared by processes.
+
+    Examples
+    --------
+    >>> from skdp import BudgetLedger, PrivacyBudget
+    >>> ledger = BudgetLedger(1.0, 1e-5)
+    >>> ledger.spend(PrivacyBudget(0.25, 0.0), source="demo", description="first").epsilon
+    0.25
+    >>> ledger.remaining
+    PrivacyBudget(epsilon=0.75, delta=1e-05)
+    """
+
+    def __init__(self, epsilon, delta=0.0):
+        self.epsilon, self.delta = check_epsilon_delta(epsilon, delta)
+        self._lock = threading.Lock()
+        self._records = []
+        self._spent_eps = 0.0  # running sums of the records (under the lock)
+        self._spent_delta = 0.0
+        self._pid = os.getpid()
+        self._token = (self._pid, next(_TOKENS), id(self))
+        self._detached = False
+        _LIVE_LEDGERS[self._token] = self
+
+    def _check_process(self):
+        if self._detached or os.getpid() != self._pid:
+            raise RuntimeError(
+                "This BudgetLedger was created in another process (it reached this one by "
+                "pickling or fork). An in-memory ledger cannot be shared between processes: "
+                "spending here would fork the budget. Use skdp.SQLiteLedger for "
+                "multi-process work, or run joblib with parallel_backend('threading')."
+            )
+
+    def spend(self, budget, source="", description=""):
+        """Atomically check that ``budget`` fits and record it.
+
+        Parameters
+        ----------
+        budget : PrivacyBudget or (epsilon, delta)
+        source : str
+            Who spends (estimator class name for fits).
+        description : str
+            What the spend is for.
+
+        Returns
+        -------
+        SpendRecord
+
+        Raises
+        ------
+        BudgetExceededError
+            If spent + budget exceeds the ledger's (epsilon, delta) under
+            basic composition; nothing is recorded.
+        RuntimeError
+            If called in a process other than the one that created the ledger.
+        """
+        budget = _as_budget(budget)
+        self._check_process()
+        with self._lock:
+            if not _fits(self._spent_eps, self._spent_delta, budget, self.epsilon, self.delta):
+                raise BudgetExceededError(
+                    _exceeded_message(self, budget, self._spent_eps, self._spent_delta)
+                )
+            record = SpendRecord(
+                str(source), str(description), budget.epsilon, budget.delta, time.time(), os.getpid()
+            )
+            self._records.append(record)
+            self._spent_eps = math.fsum([self._spent_eps, budget.epsilon])
+            self._spent_delta = math.fsum([self._spent_delta, budget.delta])
+            return record
+
+    @property
+    def spends(self):
+        with self._lock:
+            return list(self._records)
+
+    def __reduce__(self):
+        return (
+            _restore_budget_ledger,
+            (self._token, self.epsilon, self.delta, tuple(self.spends)),
+        )
+
+
+def _restore_budget_ledger(token, epsilon, delta, records):
+    if token[0] == os.getpid():
+        live = _LIVE_LEDGERS.get(token)
+        if live is not None:
+            return live
+    ledger = BudgetLedger(epsilon, delta)
+    ledger._records = list(records)
+    ledger._spent_eps = math.fsum(r.epsilon for r in records)
+    ledger._spent_delta = math.fsum(r.delta for r in records)
+    ledger._detached = True
+    del _LIVE_LEDGERS[ledger._token]
+    return ledger
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS skdp_budget (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    epsilon REAL NOT NULL,
+    delta REAL NOT NULL,
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS skdp_spends (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    who TEXT NOT NULL,
+    what TEXT NOT NULL,
+    epsilon REAL NOT NULL,
+    delta REAL NOT NULL,
+    at REAL NOT NULL,
+    pid INTEGER NOT NULL
+);
+"""
+
+
+class SQLiteLedger(_LedgerMixin):
+    """Privacy ledger stored in a SQLite file shared by processes.
+
+    The file stores the total budget and every spend. Any process (a joblib
+    worker, another script) that opens the same path shares the budget.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The database file. Created (with the given budget) if it does not
+        exist or holds no budget yet.
+    epsilon, delta : float, default=None
+        The total budget. For an existing ledger file they may be omitted
+        (the stored budget is used); if given they must equal the stored
+        budget exactly, otherwise :class:`ValueError` is raised: a ledger's
+        budget is fixed when it is created and never silently changed.
+    timeout : float, default=60.0
+        Seconds to wait for another process's transaction before failing
+        with :class:`sqlite3.OperationalError` ("database is locked").
+    journal_mode : {"wal", "delete"}, default="wal"
+        SQLite journal. Both are crash-safe (a transaction is committed
+        whole or not at all); use ``"delete"`` on network file systems,
+        where WAL's shared memory does not work.
+
+    Notes
+    -----
+    **Atomicity.** :meth:`spend` runs ``BEGIN IMMEDIATE`` (which takes the
+    database's write lock, waiting up to ``timeout``), sums the recorded
+    spends, checks the new spend fits, inserts it and commits. Two processes
+    can therefore never both pass the check on the same remaining budget.
+    ``synchronous=FULL`` makes a committed spend durable. A process killed
+    inside the transaction leaves no trace: its lock dies with it and SQLite
+    rolls its uncommitted write back (hot journal / uncommitted WAL frames)
+    on the next access.
+
+    **Copies and pickling.** The object holds only the path and budget; every
+    operation opens its own short-lived connection (connections are never
+    shared between threads or carried across ``fork``). ``copy``/``deepcopy``
+    /``clone`` return the same object, and a pickled ledger (sent to a joblib
+    worker) reopens the same file, checking its budget.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from skdp import SQLiteLedger, PrivacyBudget
+    >>> path = os.path.join(tempfile.mkdtemp(), "budget.sqlite")
+    >>> ledger = SQLiteLedger(path, epsilon=1.0, delta=1e-6)
+    >>> _ = ledger.spend(PrivacyBudget(0.5), source="doc", description="example")
+    >>> SQLiteLedger(path).remaining   # another handle on the same file
+    PrivacyBudget(epsilon=0.5, delta=1e-06)
+    """
+
+    def __init__(self, path, epsilon=None, delta=None, *, timeout=60.0, journal_mode="wal"):
+        self.path = os.fspath(path)
+        self.timeout = check_positive_finite(timeout, "timeout")
+        if journal_mode not in ("wal", "delete"):
+            raise ValueError(f"journal_mode must be 'wal' or 'delete', got {journal_mode!r}.")
+        self.journal_mode = journal_mode
+        if epsilon is None and delta is not None:
+            raise ValueError("give epsilon together with delta (or neither, to open a ledger).")
+        if epsilon is not None:
+            epsilon, delta = check_epsilon_delta(epsilon, 0.0 if delta is None else delta)
+        self.epsilon, self.delta = self._open(epsilon, delta)
+
+    # -- connection -----------------------------------------------------
+    def _connect(self):
+        conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+            if self.journal_mode == "wal":
+                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                if mode.lower() != "wal":  # e.g. a file system without shared memory
+                    raise sqlite3.OperationalError(f"could not enable WAL journal (got {mode!r}).")
+            conn.execute("PRAGMA synchronous = FULL")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    @contextmanager
+    def _transaction(self):
+        """``BEGIN IMMEDIATE`` ... ``COMMIT`` (rollback on any error)."""
+        conn = self._connect()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+
+    def _open(self, epsilon, delta):
+        with self._transaction() as conn:
+            for stmt in _SCHEMA.strip().split(";"):
+                if stmt.strip():
+                    conn.execute(stmt)
+            row = conn.execute("SELECT epsilon, delta FROM skdp_budget WHERE id = 1").fetchone()
+            if row is None:
+                if epsilon is None:
+                    raise ValueError(
+                        f"{self.path!r} holds no privacy budget yet: give epsilon (and delta) "
+                        "to create the ledger."
+                    )
+                conn.execute(
+                    "INSERT INTO skdp_budget (id, epsilon, delta, created) VALUES (1, ?, ?, ?)",
+                    (epsilon, delta, time.time()),
+                )
+                return epsilon, delta
+            stored = (float(row[0]), float(row[1]))
+            if epsilon is not None and (epsilon, delta) != stored:
+                raise ValueError(
+                    f"the ledger {self.path!r} was created with budget (epsilon={stored[0]!r}, "
+                    f"delta={stored[1]!r}), not (epsilon={epsilon!r}, delta={delta!r}). A "
+                    "ledger's budget cannot be changed; open it without epsilon/delta or use "
+                    "a new file."
+                )
+            return stored
+
+    # -- spending -------------------------------------------------------
+    @staticmethod
+    def _sums(conn):
+        rows = conn.execute("SELECT epsilon, delta FROM skdp_spends").fetchall()
+        return math.fsum(r[0] for r in rows), math.fsum(r[1] for r in rows)
+
+    def _before_commit(self, conn, record):
+        """Hook between the insert and the commit (tests kill a process here)."""
+
+    def spend(self, budget, source="", description=""):
+        """Atomically check that ``budget`` fits and record it (one transaction).
+
+        Parameters
+        ----------
+        budget : PrivacyBudget or (epsilon, delta)
+        source : str
+        description : str
+
+        Returns
+        -------
+        SpendRecord
+
+        Raises
+        ------
+        BudgetExceededError
+            If spent + budget exceeds the stored budget under basic
+            composition; the transaction is rolled back and nothing is
+            recorded.
+        """
+        budget = _as_budget(budget)
+        with self._transaction() as conn:
+            spent_eps, spent_delta = self._sums(conn)
+            if not _fits(spent_eps, spent_delta, budget, self.epsilon, self.delta):
+                raise BudgetExceededError(_exceeded_message(self, budget, spent_eps, spent_delta))
+            record = SpendRecord(
+                str(source), str(description), budget.epsilon, budget.delta, time.time(), os.getpid()
+            )
+            conn.execute(
+                "INSERT INTO skdp_spends (who, what, epsilon, delta, at, pid) VALUES (?, ?, ?, ?, ?, ?)",
+                (record.who, record.what, record.epsilon, record.delta, record.when, record.pid),
+            )
+            self._before_commit(conn, record)
+        return record
+
+    @property
+    def spends(self):
+        conn = self._connect()
+        try:
+            rows = conn.execute(
+                "SELECT who, what, epsilon, delta, at, pid FROM skdp_spends ORDER BY id"
+            ).fetchall()
+        finally:
+            conn.close()
+        return [SpendRecord(r[0], r[1], float(r[2]), float(r[3]), float(r[4]), int(r[5])) for r in rows]
+
+    # -- pickling: reopen the same file ---------------------------------
+    def __getstate__(self):
+        return {
+            "path": self.path,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "timeout": self.timeout,
+            "journal_mode": self.journal_mode,
+        }
+
+    def __setstate__(self, state):
+        self.path = state["path"]
+        self.timeout = state["timeout"]
+        self.journal_mode = state["journal_mode"]
+        # reopen and check that the file still holds the same budget
+        self.epsilon, self.delta = self._open(state["epsilon"], state["delta"])
+
+    def __repr__(self):
+        return f"{super().__repr__()[:-1]}; path={self.path!r})"
+

@@ -1,0 +1,398 @@
+"""Tests of the privacy ledgers (skdp._ledger)."""
+
+import copy
+import math
+import multiprocessing as mp
+import os
+import pickle
+import signal
+import sqlite3
+import threading
+import time
+
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator, clone
+
+from skdp import BudgetExceededError, BudgetLedger, PrivacyBudget, SQLiteLedger, compose_advanced
+from skdp._ledger import SpendRecord, _restore_budget_ledger, compose_heterogeneous
+
+
+def _mp_context():
+    # fork is much faster than spawn (no re-import of numpy/sklearn per child)
+    return mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+
+
+@pytest.fixture
+def fast_dir(tmp_path):
+    """A directory on tmpfs when there is one: fsync is free there, so the
+    concurrency test measures locking, not the disk (~25 ms per fsync here).
+    The transaction and locking semantics are the same on any local file system."""
+    shm = "/dev/shm"
+    if os.path.isdir(shm) and os.access(shm, os.W_OK):
+        import tempfile
+
+        d = tempfile.mkdtemp(prefix="skdp-ledger-", dir=shm)
+        yield d
+        import shutil
+
+        shutil.rmtree(d, ignore_errors=True)
+    else:
+        yield str(tmp_path)
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def ledger_factory(request, fast_dir):
+    def make(epsilon, delta=0.0):
+        if request.param == "memory":
+            return BudgetLedger(epsilon, delta)
+        return SQLiteLedger(os.path.join(fast_dir, "ledger.sqlite"), epsilon, delta)
+
+    return make
+
+
+class _Holder(BaseEstimator):
+    def __init__(self, accountant=None, alpha=1.0):
+        self.accountant = accountant
+        self.alpha = alpha
+
+
+# ----------------------------------------------------------------------
+# interface
+# ----------------------------------------------------------------------
+def test_spend_records_and_refuses(ledger_factory):
+    ledger = ledger_factory(1.0, 1e-5)
+    rec = ledger.spend(PrivacyBudget(0.4, 4e-6), source="A", description="fit 1")
+    assert isinstance(rec, SpendRecord)
+    assert (rec.who, rec.what, rec.epsilon, rec.delta, rec.pid) == ("A", "fit 1", 0.4, 4e-6, os.getpid())
+    assert abs(rec.when - time.time()) < 60
+    ledger.spend((0.6, 0.0), source="B", description="fit 2")
+    # exactly full: nothing more, not even a tiny epsilon
+    with pytest.raises(BudgetExceededError, match="Nothing was spent"):
+        ledger.spend(PrivacyBudget(1e-9, 0.0), source="C", description="fit 3")
+    # delta is checked separately
+    ledger2 = ledger_factory(1.0, 1e-5) if isinstance(ledger, BudgetLedger) else None
+    if ledger2 is not None:
+        with pytest.raises(BudgetExceededError):
+            ledger2.spend(PrivacyBudget(0.1, 2e-5))
+        assert ledger2.spends == []
+    assert [r.who for r in ledger.spends] == ["A", "B"]
+    assert ledger.spent == PrivacyBudget(1.0, 4e-6)
+    assert ledger.remaining.epsilon == 0.0
+    assert ledger.remaining.delta == pytest.approx(6e-6)
+    assert "2 spends" in repr(ledger)
+
+
+def test_ten_tenths_fill_a_budget_of_one(ledger_factory):
+    # 0.1 summed ten times is 0.9999999999999999 in floating point; the check
+    # uses an exact sum (fsum) plus a 1e-12 relative slack, never more.
+    ledger = ledger_factory(1.0)
+    for _ in range(10):
+        ledger.spend(PrivacyBudget(0.1))
+    with pytest.raises(BudgetExceededError):
+        ledger.spend(PrivacyBudget(1e-6))
+    assert len(ledger.spends) == 10
+
+
+def test_bad_inputs(tmp_path):
+    for eps, delta in [(0, 0), (-1, 0), (np.nan, 0), (1, 1.0), (1, -0.1)]:
+        with pytest.raises(ValueError):
+            BudgetLedger(eps, delta)
+        with pytest.raises(ValueError):
+            SQLiteLedger(tmp_path / "bad.sqlite", eps, delta)
+    ledger = BudgetLedger(1.0)
+    with pytest.raises(TypeError):
+        ledger.spend(0.5)
+    with pytest.raises(ValueError):
+        ledger.total("magic")
+    with pytest.raises(ValueError, match="delta_slack"):
+        ledger.total("advanced")
+    with pytest.raises(ValueError):
+        SQLiteLedger(tmp_path / "x.sqlite", journal_mode="memory")
+
+
+# ----------------------------------------------------------------------
+# identity through clone / copy / pickle
+# ----------------------------------------------------------------------
+def test_clone_and_deepcopy_identity(ledger_factory):
+    ledger = ledger_factory(1.0)
+    assert copy.copy(ledger) is ledger
+    assert copy.deepcopy(ledger) is ledger
+    est = _Holder(accountant=ledger)
+    assert clone(est).accountant is ledger
+    assert copy.deepcopy(est).accountant is ledger
+    assert clone(clone(est).set_params(alpha=2.0)).accountant is ledger
+
+
+def test_budget_ledger_pickle_same_process_is_same_object():
+    ledger = BudgetLedger(1.0)
+    ledger.spend(PrivacyBudget(0.25))
+    est = _Holder(accountant=ledger)
+    assert pickle.loads(pickle.dumps(est)).accountant is ledger
+
+
+def test_budget_ledger_in_other_process_refuses_to_spend():
+    ledger = BudgetLedger(1.0)
+    ledger.spend(PrivacyBudget(0.25), source="parent")
+    # what another process gets when it unpickles the ledger: a token whose
+    # pid is not its own -> a read-only snapshot
+    token = (os.getpid() + 1, 0, 0)
+    clone_ = _restore_budget_ledger(token, ledger.epsilon, ledger.delta, tuple(ledger.spends))
+    assert clone_ is not ledger
+    assert clone_.spent == PrivacyBudget(0.25)
+    with pytest.raises(RuntimeError, match="SQLiteLedger"):
+        clone_.spend(PrivacyBudget(0.1))
+    assert ledger.spent == PrivacyBudget(0.25)
+
+
+def _spend_in_forked_child(ledger, queue):
+    try:
+        ledger.spend(PrivacyBudget(0.1), source="child")
+        queue.put("spent")
+    except RuntimeError as exc:
+        queue.put(f"refused: {exc}")
+
+
+@pytest.mark.skipif("fork" not in mp.get_all_start_methods(), reason="needs fork")
+def test_budget_ledger_inherited_by_fork_refuses_to_spend():
+    ledger = BudgetLedger(1.0)
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_spend_in_forked_child, args=(ledger, q))
+    p.start()
+    msg = q.get(timeout=30)
+    p.join(30)
+    assert msg.startswith("refused")
+    assert ledger.spends == []
+
+
+def test_threads_share_budget_ledger():
+    ledger = BudgetLedger(10.0)
+    ok = []
+    refused = []
+
+    def work():
+        for _ in range(100):
+            try:
+                ledger.spend(PrivacyBudget(0.03))
+                ok.append(1)
+            except BudgetExceededError:
+                refused.append(1)
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    # 10 / 0.03 = 333.3.. -> exactly 333 spends fit
+    assert len(ok) == 333 == len(ledger.spends)
+    assert len(refused) == 800 - 333
+    assert ledger.spent.epsilon <= 10.0
+
+
+# ----------------------------------------------------------------------
+# SQLite specifics
+# ----------------------------------------------------------------------
+def test_sqlite_reopen_budget_is_fixed(tmp_path):
+    path = tmp_path / "l.sqlite"
+    with pytest.raises(ValueError, match="no privacy budget"):
+        SQLiteLedger(path)
+    a = SQLiteLedger(path, 2.0, 1e-6)
+    a.spend(PrivacyBudget(0.5), source="a")
+    b = SQLiteLedger(path)  # opens the stored budget
+    assert (b.epsilon, b.delta) == (2.0, 1e-6)
+    assert b.spent == PrivacyBudget(0.5)
+    SQLiteLedger(path, 2.0, 1e-6)  # same budget: fine
+    with pytest.raises(ValueError, match="cannot be changed"):
+        SQLiteLedger(path, 3.0, 1e-6)
+    with pytest.raises(ValueError, match="cannot be changed"):
+        SQLiteLedger(path, 2.0, 0.0)
+    # spends through one handle are seen and enforced by the other
+    b.spend(PrivacyBudget(1.5), source="b")
+    with pytest.raises(BudgetExceededError):
+        a.spend(PrivacyBudget(0.01))
+    assert [r.who for r in a.spends] == ["a", "b"]
+
+
+def test_sqlite_pickle_reopens_same_file(tmp_path):
+    path = tmp_path / "l.sqlite"
+    ledger = SQLiteLedger(path, 1.0)
+    again = pickle.loads(pickle.dumps(ledger))
+    assert again.path == ledger.path
+    again.spend(PrivacyBudget(0.7), source="worker")
+    assert ledger.spent == PrivacyBudget(0.7)
+    # the file's budget was changed behind our back -> unpickling refuses
+    state = pickle.dumps(ledger)
+    os.remove(path)
+    for suffix in ("-wal", "-shm"):
+        if os.path.exists(str(path) + suffix):
+            os.remove(str(path) + suffix)
+    SQLiteLedger(path, 5.0)
+    with pytest.raises(ValueError, match="cannot be changed"):
+        pickle.loads(state)
+
+
+def _concurrent_worker(path, n_spends, sizes, barrier, queue):
+    ledger = SQLiteLedger(path)
+    rng = np.random.default_rng(os.getpid())
+    barrier.wait()
+    ok = []
+    for i in range(n_spends):
+        eps = float(rng.choice(sizes))
+        try:
+            ledger.spend(PrivacyBudget(eps, 0.0), source=f"w{os.getpid()}", description=str(i))
+            ok.append(eps)
+        except BudgetExceededError:
+            pass
+    queue.put((os.getpid(), ok))
+
+
+def test_sqlite_concurrent_processes_never_overspend(fast_dir):
+    path = os.path.join(fast_dir, "shared.sqlite")
+    budget = 50.0
+    SQLiteLedger(path, budget, 0.0)
+    ctx = _mp_context()
+    n_proc, n_spends = 4, 200
+    sizes = (0.05, 0.1, 0.15)  # mean 0.1 -> ~80 wanted, 50 available
+    barrier = ctx.Barrier(n_proc)
+    queue = ctx.Queue()
+    procs = [
+        ctx.Process(target=_concurrent_worker, args=(path, n_spends, sizes, barrier, queue))
+        for _ in range(n_proc)
+    ]
+    t0 = time.perf_counter()
+    for p in procs:
+        p.start()
+    results = [queue.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    elapsed = time.perf_counter() - t0
+    successes = [eps for _, ok in results for eps in ok]
+    records = SQLiteLedger(path).spends
+    # every successful spend is recorded exactly once, nothing else is
+    assert len(records) == len(successes)
+    assert sorted(r.epsilon for r in records) == sorted(successes)
+    assert {r.pid for r in records} == {pid for pid, _ in results}
+    total = math.fsum(successes)
+    assert total <= budget * (1 + 1e-12)
+    # some spends were refused, and the budget was (nearly) filled
+    assert len(successes) < n_proc * n_spends
+    assert total > budget - max(sizes)
+    assert elapsed < 60
+
+
+class _SlowCommitLedger(SQLiteLedger):
+    """Signals and then sleeps between its insert and its commit."""
+
+    def _before_commit(self, conn, record):
+        self._event.set()
+        time.sleep(120)
+
+
+def _die_inside_transaction(path, event):
+    ledger = _SlowCommitLedger(path)
+    ledger._event = event
+    ledger.spend(PrivacyBudget(0.5), source="doomed", description="never committed")
+
+
+def _die_after_commit(path, event):
+    ledger = SQLiteLedger(path)
+    ledger.spend(PrivacyBudget(0.5), source="committed", description="committed once")
+    event.set()
+    time.sleep(120)
+
+
+def _die_inside_raw_transaction(path, event):
+    # a writer that holds the lock with an uncommitted insert
+    conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute(
+        "INSERT INTO skdp_spends (who, what, epsilon, delta, at, pid) VALUES ('raw', '', 0.9, 0, 0, 0)"
+    )
+    event.set()
+    time.sleep(120)
+
+
+@pytest.mark.parametrize("journal_mode", ["wal", "delete"])
+def test_sqlite_killed_process_leaves_ledger_consistent(tmp_path, journal_mode):
+    path = str(tmp_path / f"kill-{journal_mode}.sqlite")
+    SQLiteLedger(path, 1.0, 0.0, journal_mode=journal_mode)
+    ctx = _mp_context()
+
+    def run_and_kill(target):
+        event = ctx.Event()
+        p = ctx.Process(target=target, args=(path, event))
+        p.start()
+        assert event.wait(60), "child never reached the kill point"
+        os.kill(p.pid, signal.SIGKILL)
+        p.join(30)
+        assert p.exitcode == -signal.SIGKILL
+
+    # killed between INSERT and COMMIT while holding the write lock
+    run_and_kill(_die_inside_transaction)
+    run_and_kill(_die_inside_raw_transaction)
+    ledger = SQLiteLedger(path, journal_mode=journal_mode)
+    assert ledger.spends == []  # not spent at all
+    # the lock died with the process: a new spend goes through at once
+    t0 = time.perf_counter()
+    ledger.spend(PrivacyBudget(0.25), source="after")
+    assert time.perf_counter() - t0 < 5
+    # killed after COMMIT: spent exactly once
+    run_and_kill(_die_after_commit)
+    records = ledger.spends
+    assert [r.who for r in records] == ["after", "committed"]
+    assert ledger.spent == PrivacyBudget(0.75)
+    with pytest.raises(BudgetExceededError):
+        ledger.spend(PrivacyBudget(0.5))
+
+
+# ----------------------------------------------------------------------
+# composition reports
+# ----------------------------------------------------------------------
+def test_total_advanced_identical_matches_dwork_roth(ledger_factory):
+    ledger = ledger_factory(100.0, 1e-3)
+    for _ in range(200):
+        ledger.spend(PrivacyBudget(0.01, 1e-7))
+    dp = 1e-6
+    # Dwork & Roth Thm 3.20 recomputed here: eps sqrt(2k ln(1/d')) + k eps (e^eps - 1)
+    eps, k = 0.01, 200
+    expect = eps * math.sqrt(2 * k * math.log(1 / dp)) + k * eps * math.expm1(eps)
+    adv = ledger.total("advanced", delta_slack=dp)
+    assert adv.epsilon == pytest.approx(expect, rel=1e-12)
+    assert adv.delta == pytest.approx(k * 1e-7 + dp, rel=1e-12)
+    ref = compose_advanced(eps, 1e-7, k, dp)
+    assert (adv.epsilon, adv.delta) == pytest.approx((ref.epsilon, ref.delta), rel=1e-12)
+    assert ledger.total("basic") == ledger.spent
+    assert ledger.spent.epsilon == pytest.approx(2.0, rel=1e-12)
+
+
+def test_total_advanced_heterogeneous_closed_form():
+    ledger = BudgetLedger(1000.0, 0.5)
+    rng = np.random.default_rng(3)
+    eps = rng.uniform(0.001, 0.05, size=500)
+    deltas = rng.uniform(0, 1e-8, size=500)
+    for e, d in zip(eps, deltas):
+        ledger.spend(PrivacyBudget(float(e), float(d)))
+    dp = 1e-5
+    expect = np.sqrt(2 * np.log(1 / dp) * np.sum(eps**2)) + np.sum(eps * (np.exp(eps) - 1))
+    adv = ledger.total("advanced", delta_slack=dp)
+    assert adv.epsilon == pytest.approx(expect, rel=1e-10)
+    assert adv.delta == pytest.approx(deltas.sum() + dp, rel=1e-10)
+    assert adv.epsilon < ledger.spent.epsilon
+    # Kairouz-Oh-Viswanath Thm 3.5 (third bound) is never larger: ours is valid
+    kov = np.sqrt(2 * np.log(1 / dp) * np.sum(eps**2)) + np.sum(
+        eps * np.expm1(eps) / (np.exp(eps) + 1)
+    )
+    assert kov <= adv.epsilon
+
+
+def test_compose_heterogeneous_falls_back_to_basic():
+    # few large spends: advanced is worse than basic, basic is returned
+    b = compose_heterogeneous([1.0, 0.5], [1e-6, 0.0], 1e-6)
+    assert b == PrivacyBudget(1.5, 1e-6)
+    assert compose_heterogeneous([], [], 1e-6) == PrivacyBudget.zero()
+    with pytest.raises(ValueError):
+        compose_heterogeneous([0.1], [0.0, 0.0], 1e-6)
+    with pytest.raises(ValueError):
+        compose_heterogeneous([0.1], [0.0], 0.0)
