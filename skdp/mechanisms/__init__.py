@@ -9,6 +9,7 @@ much error it adds, and samples the noise.
 from ._base import Mechanism, NoiseSpec, available_mechanisms, get_mechanism, register
 from ._query import Query
 from . import gaussian  # noqa: F401  (registers mechanisms)
+from . import matrix  # noqa: F401  (registers mechanisms)
 from .selection import calibrate, candidates, select
 
 __all__ = [
