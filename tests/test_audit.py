@@ -7,6 +7,7 @@ recomputed here with scipy.stats.norm for the under-noised mechanisms.
 """
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -206,9 +207,16 @@ def test_spherical_singular_noise_is_caught_by_balls():
     assert half.passed
     ball = audit_samples(Y0, Y1, eps, delta, centers=(v0, v1), events="ball")
     assert not ball.passed and ball.event.startswith("ball")
-    # Oracle for the ball event under D: ||n|| = s |z|, so the probability of
-    # a ball of radius r around v0 is 2 Phi(r / s) - 1 <= 2 phi(0) r / s; with
-    # r < 1 (half the balls fit between the centres) that is < 0.8 / s.
+    # Oracle for the ball around a sample's own centre: ||n|| = s |z|, so its
+    # probability is exactly 2 Phi(r / s) - 1.
+    m = re.search(r"\|\|y - v(\d)\|\| <= ([0-9.e+-]+)\}", ball.event)
+    assert m is not None, ball.event
+    own_first = {"0": "P[M(D) in S] - e^eps", "1": "P[M(D') in S] - e^eps"}[m.group(1)]
+    assert own_first in ball.event
+    r = float(m.group(2))
+    p_exact = 2 * norm.cdf(r / s) - 1
+    assert ball.p_hat == pytest.approx(p_exact, abs=4 * np.sqrt(p_exact / (n // 2)))
+    assert ball.delta_lower_bound <= p_exact
     full = audit_samples(Y0, Y1, eps, delta, centers=(v0, v1))
     assert not full.passed
     assert full.delta_lower_bound >= ball.delta_lower_bound - 0.01

@@ -138,7 +138,12 @@ def clopper_pearson(k, n, level, side):
 # ---------------------------------------------------------------------------
 # Geometry and features
 # ---------------------------------------------------------------------------
-_MAX_FULL_COV = 2000  # above this dimension whiten with the diagonal only
+_MAX_FULL_COV = 500  # above this dimension whiten with the diagonal only
+_COV_ROWS = 10_000  # rows per distribution used to estimate the noise covariance
+
+
+def _row_norms(A):
+    return np.sqrt(np.einsum("ij,ij->i", A, A))
 
 
 class _Geometry:
@@ -147,8 +152,9 @@ class _Geometry:
     def __init__(self, P0, P1, centers, log_density, events):
         k = P0.shape[1]
         if centers is None:
-            v0, v1 = P0.mean(axis=0), P1.mean(axis=0)
-            self.center_desc = "estimated centres v0, v1 (selection-half means)"
+            # coordinate-wise medians: robust to heavy tails (Cauchy-like noise)
+            v0, v1 = np.median(P0, axis=0), np.median(P1, axis=0)
+            self.center_desc = "estimated centres v0, v1 (selection-half medians)"
         else:
             v0, v1 = centers
             self.center_desc = "centres v0, v1"
@@ -158,8 +164,10 @@ class _Geometry:
         self.u = diff / norm if norm > 0 else None
         self.w = None
         if self.u is not None and k > 1 and "halfspace" in events:
-            R = np.concatenate([P0 - v0, P1 - v1])
-            if k <= _MAX_FULL_COV and R.shape[0] > k:
+            # a subsample of the selection half suffices to choose a direction
+            m = max(_COV_ROWS, 20 * k)
+            R = np.concatenate([P0[:m] - v0, P1[:m] - v1])
+            if k <= _MAX_FULL_COV and R.shape[0] > 2 * k:
                 cov = np.cov(R, rowvar=False)
                 w = np.linalg.pinv(cov, rcond=1e-10, hermitian=True) @ diff
             else:
@@ -189,15 +197,25 @@ class _Geometry:
         return names
 
     def features(self, Y):
+        """Statistics of each row of ``Y`` (n, F), computed in row blocks."""
+        block = max(1, (1 << 18) // max(Y.shape[1], 1))
+        if Y.shape[0] <= block:
+            return self._features(Y)
+        return np.concatenate(
+            [self._features(Y[i:i + block]) for i in range(0, Y.shape[0], block)]
+        )
+
+    def _features(self, Y):
         cols = []
+        D0 = Y - self.v0
         if "halfspace" in self.events and self.u is not None:
-            cols.append((Y - self.v0) @ self.u)
+            cols.append(D0 @ self.u)
             if self.w is not None:
-                cols.append((Y - self.v0) @ self.w)
+                cols.append(D0 @ self.w)
         r0 = r1 = None
         if "ball" in self.events or "ratio" in self.events:
-            r0 = np.linalg.norm(Y - self.v0, axis=1)
-            r1 = np.linalg.norm(Y - self.v1, axis=1)
+            r0 = _row_norms(D0)
+            r1 = _row_norms(Y - self.v1)
         if "ball" in self.events:
             cols.extend([r0, r1])
         if "ratio" in self.events and self.u is not None:
@@ -374,8 +392,10 @@ def audit_samples(Y0, Y1, epsilon, delta, centers=None, alpha=0.05, log_density=
 
     * ``"halfspace"``: ``<y - v0, u>`` with ``u = (v1 - v0)/||v1 - v0||``,
       and ``<y - v0, w>`` with ``w`` proportional to
-      ``Cov^{-1} (v1 - v0)`` (noise covariance estimated on the selection
-      half); for Gaussian noise this is the likelihood-ratio (optimal) event.
+      ``Cov^{-1} (v1 - v0)`` (noise covariance estimated on at most
+      ``max(10000, 20 k)`` rows of each selection half; diagonal only above
+      500 coordinates); for Gaussian noise this is the likelihood-ratio
+      (optimal) event.
     * ``"ball"``: ``||y - v0||`` and ``||y - v1||``: balls around each
       centre and their complements. These catch noise whose density is
       singular at the centre (spherical noise ``s z v`` as in R1SMG or
@@ -395,7 +415,8 @@ def audit_samples(Y0, Y1, epsilon, delta, centers=None, alpha=0.05, log_density=
         Claimed delta in [0, 1).
     centers : tuple (v0, v1) of array-like, optional
         Noise-free outputs ``f(D)`` and ``f(D')``. If None, estimated as the
-        means of the selection half (valid, since only events depend on it).
+        coordinate-wise medians of the selection half (valid, since only the
+        choice of events depends on it).
     alpha : float, default=0.05
         The bound fails with probability at most ``alpha``.
     log_density : callable or tuple of two callables, optional
