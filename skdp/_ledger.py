@@ -304,8 +304,6 @@ class BudgetLedger(_LedgerMixin):
         self.epsilon, self.delta = check_epsilon_delta(epsilon, delta)
         self._lock = threading.Lock()
         self._records = []
-        self._spent_eps = 0.0  # running sums of the records (under the lock)
-        self._spent_delta = 0.0
         self._pid = os.getpid()
         self._token = (self._pid, next(_TOKENS), id(self))
         self._detached = False
@@ -346,16 +344,15 @@ class BudgetLedger(_LedgerMixin):
         budget = _as_budget(budget)
         self._check_process()
         with self._lock:
-            if not _fits(self._spent_eps, self._spent_delta, budget, self.epsilon, self.delta):
-                raise BudgetExceededError(
-                    _exceeded_message(self, budget, self._spent_eps, self._spent_delta)
-                )
+            # exact sums of the records, the same numbers `spent` reports
+            spent_eps = math.fsum(r.epsilon for r in self._records)
+            spent_delta = math.fsum(r.delta for r in self._records)
+            if not _fits(spent_eps, spent_delta, budget, self.epsilon, self.delta):
+                raise BudgetExceededError(_exceeded_message(self, budget, spent_eps, spent_delta))
             record = SpendRecord(
                 str(source), str(description), budget.epsilon, budget.delta, time.time(), os.getpid()
             )
             self._records.append(record)
-            self._spent_eps = math.fsum([self._spent_eps, budget.epsilon])
-            self._spent_delta = math.fsum([self._spent_delta, budget.delta])
             return record
 
     @property
@@ -377,8 +374,6 @@ def _restore_budget_ledger(token, epsilon, delta, records):
             return live
     ledger = BudgetLedger(epsilon, delta)
     ledger._records = list(records)
-    ledger._spent_eps = math.fsum(r.epsilon for r in records)
-    ledger._spent_delta = math.fsum(r.delta for r in records)
     ledger._detached = True
     del _LIVE_LEDGERS[ledger._token]
     return ledger
