@@ -10,6 +10,7 @@ from ._base import Mechanism, NoiseSpec, available_mechanisms, get_mechanism, re
 from ._query import Query
 from . import gaussian  # noqa: F401  (registers mechanisms)
 from . import matrix  # noqa: F401  (registers mechanisms)
+from . import laplace  # noqa: F401  (registers mechanisms)
 from . import spherical  # noqa: F401  (registers mechanisms)
 from .selection import calibrate, candidates, select
 
