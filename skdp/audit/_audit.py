@@ -437,6 +437,14 @@ def audit_samples(Y0, Y1, epsilon, delta, centers=None, alpha=0.05, log_density=
         ``passed = False`` is a certified violation of (epsilon, delta)-DP at
         confidence ``1 - alpha``; ``passed = True`` is evidence, not proof.
 
+    References
+    ----------
+    .. [1] Ding, Z., Wang, Y., Wang, G., Zhang, D. and Kifer, D. (2018).
+       Detecting violations of differential privacy. ACM CCS.
+    .. [2] Jagielski, M., Ullman, J. and Oprea, A. (2020). Auditing
+       differentially private machine learning: how private is private SGD?
+       NeurIPS (Clopper-Pearson lower bounds on the privacy parameters).
+
     Examples
     --------
     >>> import numpy as np
