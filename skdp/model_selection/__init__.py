@@ -1,0 +1,13 @@
+"""Privacy-aware hyperparameter search.
+
+:class:`PrivateGridSearchCV` selects hyperparameters with an end-to-end
+differential-privacy guarantee (Liu & Talwar 2019 random stopping, or all
+noisy scores under basic composition). ``sklearn.model_selection.GridSearchCV``
+also works with skdp estimators: give them a shared ledger
+(:class:`skdp.BudgetLedger` / :class:`skdp.SQLiteLedger`) as ``accountant``
+and every fit is recorded.
+"""
+
+from ._search import PrivateGridSearchCV, random_stopping_runs
+
+__all__ = ["PrivateGridSearchCV", "random_stopping_runs"]

@@ -1,0 +1,457 @@
+"""Differentially private hyperparameter selection.
+
+:class:`PrivateGridSearchCV` chooses hyperparameters from a grid with an
+end-to-end (epsilon, delta) guarantee that covers the training runs, the
+validation scores and the choice itself.
+
+Why not GridSearchCV with private estimators? ``sklearn.model_selection.
+GridSearchCV`` works with skdp estimators (and an ``accountant`` ledger
+records every fit), but each of its ``n_candidates x n_folds + 1`` fits is a
+separate release, and its validation scores are exact: choosing the argmax of
+exact scores leaks. Its total cost is the basic composition of all fits and
+its selection step is not covered at all.
+"""
+
+import numbers
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
+from sklearn.model_selection import ParameterGrid
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted, indexable
+
+from .._budget import PrivacyBudget
+from .._validation import check_generator
+from ..mechanisms import Query, calibrate
+
+__all__ = ["PrivateGridSearchCV", "random_stopping_runs"]
+
+_PRIVACY_KEYS = ("epsilon", "delta", "accountant", "random_state")
+
+
+def random_stopping_runs(stopping_probability, rng):
+    """Number of runs of Liu & Talwar's random stopping: ``K ~ Geometric(gamma)``.
+
+    ``P(K = k) = (1 - gamma)^(k - 1) gamma`` for ``k = 1, 2, ...`` (one coin
+    flip with success probability ``gamma`` after every run; stop on
+    success), so ``E[K] = 1 / gamma``. The coins do not depend on the data,
+    so drawing them all before the first run gives the same joint
+    distribution as flipping them one by one.
+    """
+    return int(rng.geometric(stopping_probability))
+
+
+def _privacy_param_names(estimator, key):
+    """Names of the (possibly nested) parameters called ``key`` of ``estimator``."""
+    return sorted(
+        name for name in estimator.get_params(deep=True) if name == key or name.endswith("__" + key)
+    )
+
+
+def _with_budget(estimator, epsilon, delta, seed):
+    """Clone ``estimator`` so that its private steps together spend (epsilon, delta).
+
+    The ``m`` private steps (parameters named ``epsilon`` at any depth) get
+    ``epsilon / m`` and ``delta / m`` each (basic composition); their
+    accountants are removed (the search charges its own accountant once) and
+    their random states are seeded from ``seed``.
+    """
+    est = clone(estimator)
+    eps_names = _privacy_param_names(est, "epsilon")
+    m = len(eps_names)
+    params = {name: epsilon / m for name in eps_names}
+    for name in _privacy_param_names(est, "delta"):
+        params[name] = delta / m
+    for name in _privacy_param_names(est, "accountant"):
+        params[name] = None
+    rs = np.random.default_rng(seed)
+    for name in _privacy_param_names(est, "random_state"):
+        params[name] = int(rs.integers(0, 2**31 - 1))
+    return est.set_params(**params)
+
+
+def _estimator_has(attr):
+    def check(self):
+        if hasattr(self, "best_estimator_"):
+            return hasattr(self.best_estimator_, attr)
+        return hasattr(self.estimator, attr)
+
+    return check
+
+
+class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
+    """Differentially private hyperparameter search over a grid.
+
+    The data are split once, at random but independently of their values,
+    into a training part and a validation part. A *base run* trains the
+    private ``estimator`` with one grid point on the training part and
+    scores it on the validation part with a noisy score. Runs are combined
+    by one of two strategies with a proven total guarantee; the accountant
+    is charged the total *before* the data are touched.
+
+    Parameters
+    ----------
+    estimator : estimator object
+        A private estimator (or a pipeline) whose steps that touch data all
+        have ``epsilon`` / ``delta`` parameters; the search sets them.
+        Non-private steps must be data-independent (e.g. a
+        ``FunctionTransformer`` or a scaler fitted on public data).
+    param_grid : dict or list of dicts
+        As in :class:`sklearn.model_selection.GridSearchCV`. Must not contain
+        privacy parameters (``epsilon``, ``delta``, ``accountant``,
+        ``random_state``).
+    epsilon : float
+        Total epsilon of the whole search (selection, plus refit if any).
+    delta : float, default=0.0
+        Total delta. With ``strategy="random_stopping"`` base runs are pure
+        (delta = 0) and delta may only be spent by the refit.
+    strategy : {"random_stopping", "exhaustive"}, default="random_stopping"
+        How runs are combined (see Notes).
+    stopping_probability : float in (0, 1], default=None
+        ``gamma`` of random stopping; ``None`` means ``1 / n_candidates``
+        (on average as many runs as grid points). Ignored by "exhaustive".
+    validation_fraction : float in (0, 1), default=0.25
+        Share of the rows used for validation scores.
+    scoring : "accuracy" or callable, default="accuracy"
+        ``"accuracy"``: the fraction of correctly classified validation rows.
+        A callable ``scoring(estimator, X, y)`` must return one score per
+        validation row; the rows' scores are clipped to ``score_bounds`` and
+        averaged.
+    score_bounds : (low, high), default=None
+        Public bounds of the per-row scores; required with a callable
+        ``scoring`` (``"accuracy"`` uses (0, 1)).
+    refit : bool, default=False
+        ``False``: ``best_estimator_`` is the selected run's model (trained on
+        the training part), which costs nothing beyond the selection.
+        ``True``: refit the best parameters on all the data with a budget of
+        its own, ``refit_fraction`` of the total (basic composition).
+    refit_fraction : float in (0, 1), default=0.5
+        Share of ``epsilon`` given to the refit when ``refit=True``; the refit
+        also gets all of ``delta`` (random stopping) or half of it
+        (exhaustive).
+    accountant : ledger, default=None
+        Charged once, with the total, before the data are touched.
+    random_state : int, Generator or None, default=None
+        Seeds the split, the grid draws, the runs and the score noise.
+
+    Attributes
+    ----------
+    best_params_ : dict
+    best_score_ : float
+        The selected run's *noisy* validation score.
+    best_estimator_ : estimator
+    privacy_spent_ : PrivacyBudget
+        The total (epsilon, delta) of the search (= (epsilon, delta)).
+    run_budget_ : PrivacyBudget
+        The budget of one base run (its training and its score each).
+    score_noise_ : NoiseSpec
+        The calibrated noise of one validation score.
+    cv_results_ : dict
+        Only with ``strategy="exhaustive"``: ``params``, ``param_<name>``,
+        ``noisy_score`` and ``rank_noisy_score`` of every grid point (all
+        covered by the guarantee). Random stopping cannot publish its runs
+        (see Notes).
+    n_candidates_ : int
+        Number of grid points.
+
+    Notes
+    -----
+    **Neighbours and the split.** Replace-one neighbours, n public. The
+    split is a random permutation drawn from ``random_state`` and ``n``
+    only (never stratified by labels, which would depend on the data), so a
+    replaced record sits at the same position, in the same part, in both
+    neighbouring data sets.
+
+    **One base run is (eps_r, delta_r)-DP.** A run outputs
+    ``(theta, h, s)``: a grid point ``theta`` drawn independently of the
+    data, a model ``h`` trained on the training part at (eps_r, delta_r),
+    and ``s = score(h, validation part) + Lap(Delta / eps_r)``. If the
+    replaced record is in the training part, ``h`` is (eps_r, delta_r)-DP
+    and ``s`` is a post-processing of ``h`` (fixed validation rows, fresh
+    noise). If it is in the validation part, ``h`` is unchanged and ``s`` is
+    the Laplace mechanism: the mean of per-row scores in ``[a, b]`` moves
+    by at most ``Delta = (b - a) / n_val`` (``1 / n_val`` for accuracy, where
+    one row flips at most one prediction's correctness), and
+    ``Lap(Delta / eps_r)`` gives eps_r-DP (Dwork & Roth 2014, Thm 3.6). The
+    two parts are disjoint, so the run is (eps_r, delta_r)-DP (parallel
+    composition: every neighbouring pair differs in one part only).
+
+    **strategy="random_stopping"** (Liu & Talwar 2019, Section 3.3, random
+    stopping; Theorem 3.4): repeat base runs (each with a fresh uniformly
+    drawn grid point); after each run stop with probability ``gamma``;
+    output the run with the highest noisy score. If every run is
+    eps_r-DP (pure), the output is ``3 eps_r``-DP for every ``gamma`` in
+    (0, 1]. Papernot & Steinke (2022, Theorem 2 with ``eta = 1``, the
+    geometric case of their truncated negative binomial) give the same
+    ``3 eps_r``. So ``eps_r = epsilon_selection / 3`` and runs are pure
+    (delta_r = 0). The number of runs ``K`` is *not* released: conditioned
+    on ``K = k`` the output is only ``k eps_r``-DP, so ``cv_results_`` (which
+    would reveal ``K``) is not available, and the run time is a side
+    channel on ``K`` that the guarantee assumes hidden. ``E[K] = 1/gamma``;
+    ``P(K > t / gamma) <= e^-t``.
+
+    **strategy="exhaustive"**: every grid point is run once at
+    ``eps_r = epsilon_selection / n_candidates``,
+    ``delta_r = delta_selection / n_candidates``; all noisy scores are
+    released (``cv_results_``) and the argmax is post-processing. Basic
+    composition (Dwork & Roth 2014, Thm 3.16): the selection is
+    (epsilon_selection, delta_selection)-DP. Better than random stopping for
+    small grids (fewer than ~3 points per unit of ``E[K]``) and the only
+    strategy for estimators that need delta > 0.
+
+    **Total.** Without refit the total is the selection budget. With refit,
+    the refit (all rows, best parameters, ``refit_fraction * epsilon``)
+    composes with the selection by basic composition; ``privacy_spent_`` is
+    always (epsilon, delta).
+
+    References
+    ----------
+    J. Liu, K. Talwar. Private selection from private candidates. STOC 2019
+    (arXiv:1811.07971).
+    N. Papernot, T. Steinke. Hyperparameter tuning with Renyi differential
+    privacy. ICLR 2022 (arXiv:2110.03620).
+    C. Dwork, A. Roth. The algorithmic foundations of differential privacy.
+    2014.
+
+    Examples
+    --------
+    See ``examples/plot_gridsearch_ledger.py``.
+    """
+
+    _parameter_constraints = {
+        "estimator": [HasMethods(["fit"])],
+        "param_grid": [dict, list],
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "delta": [Interval(Real, 0, 1, closed="left")],
+        "strategy": [StrOptions({"random_stopping", "exhaustive"})],
+        "stopping_probability": [None, Interval(Real, 0, 1, closed="right")],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "scoring": [StrOptions({"accuracy"}), callable],
+        "score_bounds": [None, tuple, list],
+        "refit": ["boolean"],
+        "refit_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "accountant": [None, HasMethods(["spend"])],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, estimator, param_grid, epsilon, delta=0.0, *,
+                 strategy="random_stopping", stopping_probability=None,
+                 validation_fraction=0.25, scoring="accuracy", score_bounds=None,
+                 refit=False, refit_fraction=0.5, accountant=None, random_state=None):
+        self.estimator = estimator
+        self.param_grid = param_grid
+        self.epsilon = epsilon
+        self.delta = delta
+        self.strategy = strategy
+        self.stopping_probability = stopping_probability
+        self.validation_fraction = validation_fraction
+        self.scoring = scoring
+        self.score_bounds = score_bounds
+        self.refit = refit
+        self.refit_fraction = refit_fraction
+        self.accountant = accountant
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------
+    def _score_range(self):
+        if self.scoring == "accuracy":
+            if self.score_bounds is not None:
+                raise ValueError("score_bounds is fixed to (0, 1) for scoring='accuracy'.")
+            return 0.0, 1.0
+        if self.score_bounds is None:
+            raise ValueError("a callable scoring needs public score_bounds=(low, high).")
+        lo, hi = (float(v) for v in self.score_bounds)
+        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+            raise ValueError(f"score_bounds must be finite with low < high, got {self.score_bounds!r}.")
+        return lo, hi
+
+    def _plan(self):
+        """Everything decided before the data are touched (public inputs only)."""
+        candidates = list(ParameterGrid(self.param_grid))
+        if not candidates:
+            raise ValueError("param_grid is empty.")
+        for cand in candidates:
+            bad = [k for k in cand if k.split("__")[-1] in _PRIVACY_KEYS]
+            if bad:
+                raise ValueError(
+                    f"param_grid must not contain privacy parameters {bad}: the search sets them."
+                )
+        if not _privacy_param_names(self.estimator, "epsilon"):
+            raise ValueError(
+                "estimator has no 'epsilon' parameter at any depth: it is not a private "
+                "estimator, and PrivateGridSearchCV cannot bound its privacy cost."
+            )
+        eps, delta = float(self.epsilon), float(self.delta)
+        if self.refit:
+            eps_refit = eps * self.refit_fraction
+            eps_sel = eps - eps_refit
+        else:
+            eps_refit, eps_sel = 0.0, eps
+        if self.strategy == "random_stopping":
+            if delta > 0 and not self.refit:
+                raise ValueError(
+                    "strategy='random_stopping' uses pure (delta=0) base runs (Liu & Talwar "
+                    "2019, Thm 3.4), so delta > 0 could only be spent by a refit: set "
+                    "refit=True, delta=0, or strategy='exhaustive'."
+                )
+            delta_sel, delta_refit = 0.0, delta
+            run = PrivacyBudget(eps_sel / 3.0, 0.0)
+        else:
+            delta_sel = delta / 2 if self.refit else delta
+            delta_refit = delta - delta_sel
+            run = PrivacyBudget(eps_sel / len(candidates), delta_sel / len(candidates))
+        refit_budget = PrivacyBudget(eps_refit, delta_refit) if self.refit else None
+        return candidates, run, refit_budget
+
+    def _noisy_score(self, est, X_val, y_val, spec, rng):
+        if self.scoring == "accuracy":
+            per_row = (np.asarray(est.predict(X_val)) == np.asarray(y_val)).astype(float)
+        else:
+            per_row = np.asarray(self.scoring(est, X_val, y_val), dtype=float).ravel()
+            if per_row.shape != (len(y_val),):
+                raise ValueError("scoring must return one score per validation row.")
+            lo, hi = self._score_range()
+            per_row = np.clip(np.nan_to_num(per_row, nan=lo), lo, hi)
+        return float(spec.privatize(np.float64(per_row.mean()), random_state=rng))
+
+    def fit(self, X, y=None, **fit_params):
+        """Run the private search (charges the accountant first).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        **fit_params : passed to every ``estimator.fit``.
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        candidates, run, refit_budget = self._plan()
+        lo, hi = self._score_range()
+        rng = check_generator(self.random_state)
+        gamma = (
+            1.0 / len(candidates) if self.stopping_probability is None
+            else float(self.stopping_probability)
+        )
+        if self.strategy == "random_stopping":
+            n_runs = random_stopping_runs(gamma, rng)
+            picks = rng.integers(0, len(candidates), size=n_runs)
+        else:
+            picks = np.arange(len(candidates))
+        total = PrivacyBudget(float(self.epsilon), float(self.delta))
+
+        # -- charge before touching the data ---------------------------
+        if self.accountant is not None:
+            self.accountant.spend(total, source=type(self).__name__,
+                                  description=f"{self.strategy} search over "
+                                              f"{len(candidates)} candidates")
+        self.privacy_spent_ = total
+        self.run_budget_ = run
+        self.n_candidates_ = len(candidates)
+
+        # -- data ----------------------------------------------------------
+        X, y = indexable(X, y)
+        n = len(y) if y is not None else X.shape[0]
+        n_val = int(round(self.validation_fraction * n))
+        if n_val < 1 or n - n_val < 2:
+            raise ValueError(f"{n} rows are too few for validation_fraction={self.validation_fraction}.")
+        perm = rng.permutation(n)  # depends on n and the seed only
+        val_idx, train_idx = np.sort(perm[:n_val]), np.sort(perm[n_val:])
+        X_tr, X_val = _take(X, train_idx), _take(X, val_idx)
+        y_tr = None if y is None else _take(y, train_idx)
+        y_val = None if y is None else _take(y, val_idx)
+        # Laplace mechanism on the mean score: sensitivity (hi - lo) / n_val
+        self.score_noise_ = calibrate(
+            Query(shape=(), l1_sensitivity=(hi - lo) / n_val), run.epsilon, 0.0,
+            mechanism="laplace",
+        )
+
+        best, scores = None, []
+        for j in picks:
+            est = _with_budget(self.estimator, run.epsilon, run.delta,
+                               int(rng.integers(0, 2**31 - 1)))
+            est.set_params(**candidates[j])
+            est.fit(X_tr, y_tr, **fit_params)
+            s = self._noisy_score(est, X_val, y_val, self.score_noise_, rng)
+            scores.append(s)
+            if best is None or s > best[0]:
+                best = (s, int(j), est)
+        self._n_runs = len(picks)  # NOT releasable under random stopping (see Notes)
+
+        self.best_score_, best_j, model = best
+        self.best_index_ = best_j
+        self.best_params_ = dict(candidates[best_j])
+        if self.refit:
+            model = _with_budget(self.estimator, refit_budget.epsilon, refit_budget.delta,
+                                 int(rng.integers(0, 2**31 - 1)))
+            model.set_params(**self.best_params_)
+            model.fit(X, y, **fit_params)
+        self.best_estimator_ = model
+        if self.strategy == "exhaustive":
+            scores = np.asarray(scores)
+            results = {"params": candidates, "noisy_score": scores,
+                       "rank_noisy_score": _rank_desc(scores)}
+            for name in sorted({k for c in candidates for k in c}):
+                col = np.ma.masked_all(len(candidates), dtype=object)
+                for i, c in enumerate(candidates):
+                    if name in c:
+                        col[i] = c[name]
+                results[f"param_{name}"] = col
+            self.cv_results_ = results
+        if hasattr(model, "classes_"):
+            self.classes_ = model.classes_
+        if hasattr(model, "n_features_in_"):
+            self.n_features_in_ = model.n_features_in_
+        return self
+
+    # -- delegation -------------------------------------------------------
+    @available_if(_estimator_has("predict"))
+    def predict(self, X):
+        check_is_fitted(self)
+        return self.best_estimator_.predict(X)
+
+    @available_if(_estimator_has("predict_proba"))
+    def predict_proba(self, X):
+        check_is_fitted(self)
+        return self.best_estimator_.predict_proba(X)
+
+    @available_if(_estimator_has("decision_function"))
+    def decision_function(self, X):
+        check_is_fitted(self)
+        return self.best_estimator_.decision_function(X)
+
+    @available_if(_estimator_has("transform"))
+    def transform(self, X):
+        check_is_fitted(self)
+        return self.best_estimator_.transform(X)
+
+    def score(self, X, y=None):
+        """``best_estimator_.score`` (exact: for *public* test data only)."""
+        check_is_fitted(self)
+        return self.best_estimator_.score(X, y)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = True
+        inner = self.estimator.__sklearn_tags__()
+        tags.estimator_type = inner.estimator_type
+        tags.classifier_tags = inner.classifier_tags
+        tags.regressor_tags = inner.regressor_tags
+        return tags
+
+
+def _take(a, idx):
+    if hasattr(a, "iloc"):
+        return a.iloc[idx]
+    return np.asarray(a)[idx] if not hasattr(a, "tocsr") else a[idx]
+
+
+def _rank_desc(scores):
+    order = np.argsort(-scores, kind="stable")
+    ranks = np.empty(len(scores), dtype=int)
+    ranks[order] = np.arange(1, len(scores) + 1)
+    return ranks
