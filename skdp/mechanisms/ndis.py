@@ -83,6 +83,7 @@ __all__ = [
     "als_F",
     "ls_noise_multiplier",
     "gaussian_sketch",
+    "least_squares_sample",
 ]
 
 
@@ -651,3 +652,35 @@ def gaussian_sketch(X, r, sigma=0.0, *, random_state=None, chunk_size=10_000):
     if sigma > 0:
         S += float(sigma) * rng.standard_normal((r, d))
     return S
+
+
+def least_squares_sample(Z, sigma, r, *, random_state=None):
+    """One draw of ``M_LS`` (Lu et al. 2023, Figure 4, step 3) on ``Z = [B b]``.
+
+    With ``[Bt bt] = [B b; sigma I_{d+1}]`` (so ``Bt^T Bt = B^T B + sigma^2 I``,
+    ``xt = (B^T B + sigma^2 I)^{-1} B^T b``: ridge with ``lambda = sigma^2``, and
+    ``|wt|^2 = |b - B xt|^2 + sigma^2 |xt|^2 + sigma^2``), returns
+
+        xt + |wt| / sqrt(r) * L^{-T} z,   z ~ N(0, I_d),  L L^T = Bt^T Bt,
+
+    a sample of ``N(xt, |wt|^2/r (Bt^T Bt)^{-1})`` without forming an inverse.
+    The Gram matrix is accumulated in row chunks. Calibration of ``sigma``:
+    :func:`ls_noise_multiplier` (DP only under the paper's conjecture).
+    """
+    rng = check_generator(random_state)
+    Z = np.asarray(Z, dtype=float)
+    n, p1 = Z.shape
+    d = p1 - 1
+    G = np.zeros((p1, p1))
+    for start in range(0, n, 50_000):
+        block = Z[start:start + 50_000]
+        G += block.T @ block
+    A = G[:d, :d] + sigma**2 * np.eye(d)
+    cf = linalg.cho_factor(A, lower=True)
+    xt = linalg.cho_solve(cf, G[:d, d])
+    # |b - B xt|^2 = b^T b - 2 xt^T B^T b + xt^T B^T B xt
+    rss = G[d, d] - 2.0 * xt @ G[:d, d] + xt @ G[:d, :d] @ xt
+    w2 = max(rss, 0.0) + sigma**2 * float(xt @ xt) + sigma**2
+    z = rng.standard_normal(d)
+    noise = linalg.solve_triangular(cf[0], z, lower=True, trans="T")
+    return xt + np.sqrt(w2 / r) * noise

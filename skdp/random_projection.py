@@ -1,0 +1,190 @@
+"""Differentially private Gaussian random projection (a sketch over records)."""
+
+from functools import lru_cache
+from numbers import Integral, Real
+
+import numpy as np
+from scipy import linalg
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
+
+from ._budget import PrivacyBudget
+from ._validation import check_data_norm, check_epsilon_delta, check_generator, clip_rows
+from .base import PrivateEstimatorMixin
+from .mechanisms.ndis import gaussian_sketch, rp_noise_multiplier
+
+__all__ = ["PrivateRandomProjection"]
+
+
+@lru_cache(maxsize=64)
+def _multiplier(epsilon, delta, r):
+    return rp_noise_multiplier(epsilon, delta, r)
+
+
+class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
+                              BaseEstimator):
+    """Differentially private Gaussian random projection (``M_RP``).
+
+    ``fit(X)`` releases the sketch ``G [X; sigma I_d] / sqrt(r)`` (``G``:
+    ``r x (n + d)`` i.i.d. N(0, 1)), an ``r x d`` matrix whose Gram matrix
+    estimates ``X^T X + sigma^2 I``. This is a *left* sketch over records
+    (Lu et al. 2023, Figure 3): its privacy comes from mixing records. The
+    sketch is the DP release; ``components_`` (top right singular vectors of
+    the sketch) are post-processing, and ``transform`` projects rows of any
+    data onto them (``transform`` outputs are functions of the rows given to
+    it and carry no privacy of their own).
+
+    Noise scale (replace-one neighbours, n public): rows are clipped to
+    ``l = data_norm``; ``sigma = l * rp_noise_multiplier(eps, delta, r)``,
+    the exact calibration of :func:`skdp.mechanisms.ndis.rp_replace_delta`:
+    each sketch row is ``N(0, M0 + v v^T)`` vs ``N(0, M0 + v' v'^T)`` with
+    ``M0 = X0^T X0 + sigma^2 I``, whose worst case over
+    ``|v|, |v'| <= l`` is the pair of generalized eigenvalues
+    ``(1 + l^2/sigma^2, 1/(1 + l^2/sigma^2))``. The paper's
+    ``sigma = l / sqrt(lbar)`` (Theorem 3) is for add/remove neighbours and
+    is not used. Scaling by ``1/sqrt(r)`` does not affect privacy.
+
+    Parameters
+    ----------
+    n_components : int or None, default=None
+        Number of components kept (``None``: ``n_features``). Must be
+        ``<= min(n_features, sketch_size)``.
+    sketch_size : int or None, default=None
+        ``r``; ``None`` means ``max(300, n_features)`` (the paper's Cancer
+        setting). Must be ``>= n_features``.
+    epsilon : float, default=1.0
+    delta : float or None, default=None
+        ``None`` means ``1/n^2`` (n public); the paper uses ``1/n``.
+    data_norm : float or None, default=None
+        Public bound on row norms; ``None`` infers it with a
+        PrivacyLeakWarning (``data_norm_``).
+    random_state : None, int or Generator
+    accountant : ledger or None
+    chunk_size : int, default=10000
+        Rows of X per sketch chunk (memory ``O(r * chunk_size)``).
+
+    Attributes
+    ----------
+    sketch_ : ndarray of shape (sketch_size, n_features)
+        The DP release.
+    components_ : ndarray of shape (n_components, n_features)
+    singular_values_ : ndarray of shape (n_components,)
+        Singular values of ``sketch_`` (their squares estimate the
+        eigenvalues of ``X^T X + sigma^2 I``).
+    sigma_ : float
+    noise_multiplier_ : float
+        ``sigma_ / data_norm_``.
+    delta_ : float
+    data_norm_ : float
+    privacy_spent_ : PrivacyBudget
+    n_features_in_ : int
+
+    References
+    ----------
+    .. [1] Lu, Magdon-Ismail, Wei, Zikas (2023). arXiv:2309.01243, Thm 2-3.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdp.random_projection import PrivateRandomProjection
+    >>> X = np.random.default_rng(0).uniform(-1, 1, size=(1000, 4)) / 2
+    >>> rp = PrivateRandomProjection(n_components=2, data_norm=1.0, random_state=0).fit(X)
+    >>> rp.transform(X).shape
+    (1000, 2)
+    """
+
+    _parameter_constraints = {
+        **PrivateEstimatorMixin._privacy_parameter_constraints,
+        "delta": [None, Interval(Real, 0, 1, closed="left")],
+        "n_components": [None, Interval(Integral, 1, None, closed="left")],
+        "sketch_size": [None, Interval(Integral, 1, None, closed="left")],
+        "chunk_size": [Interval(Integral, 1, None, closed="left")],
+    }
+
+    def __init__(self, n_components=None, sketch_size=None, epsilon=1.0, delta=None,
+                 data_norm=None, random_state=None, accountant=None, chunk_size=10_000):
+        self.n_components = n_components
+        self.sketch_size = sketch_size
+        self.epsilon = epsilon
+        self.delta = delta
+        self.data_norm = data_norm
+        self.random_state = random_state
+        self.accountant = accountant
+        self.chunk_size = chunk_size
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Release the DP sketch of X and its top right singular vectors.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        from .linear_model._ols import default_delta
+
+        n = _num_samples(X)
+        delta = default_delta(n) if self.delta is None else self.delta
+        epsilon, delta = check_epsilon_delta(self.epsilon, delta, require_delta=True)
+        budget = self._charge_budget(PrivacyBudget(epsilon, delta))
+        self.delta_ = budget.delta
+        X = validate_data(self, X, dtype=np.float64)
+        n, d = X.shape
+        r = max(300, d) if self.sketch_size is None else int(self.sketch_size)
+        if r < d:
+            raise ValueError(f"sketch_size={r} must be >= n_features={d}.")
+        k = d if self.n_components is None else int(self.n_components)
+        if k > d:
+            raise ValueError(f"n_components={k} must be <= n_features={d}.")
+        data_norm = check_data_norm(X, self.data_norm, estimator=self)
+        self.data_norm_ = data_norm
+        X = clip_rows(X, data_norm)
+        self.noise_multiplier_ = _multiplier(epsilon, delta, r)
+        self.sigma_ = float(data_norm * self.noise_multiplier_)
+        rng = check_generator(self.random_state)
+        self.sketch_ = gaussian_sketch(X, r, self.sigma_, random_state=rng,
+                                       chunk_size=self.chunk_size) / np.sqrt(r)
+        self.sketch_size_ = r
+        _, s, Vt = linalg.svd(self.sketch_, full_matrices=False)
+        # deterministic sign: largest-magnitude entry of each component positive
+        signs = np.sign(Vt[np.arange(Vt.shape[0]), np.argmax(np.abs(Vt), axis=1)])
+        signs[signs == 0] = 1.0
+        self.components_ = (Vt * signs[:, None])[:k]
+        self.singular_values_ = s[:k]
+        self._n_features_out = k
+        return self
+
+    def transform(self, X):
+        """Project rows onto the private components: ``X @ components_.T``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        X_new : ndarray of shape (n_samples, n_components)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return X @ self.components_.T
+
+    def inverse_transform(self, X):
+        """Map projected rows back: ``X @ components_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_components)
+
+        Returns
+        -------
+        X_original : ndarray of shape (n_samples, n_features)
+        """
+        check_is_fitted(self)
+        X = np.asarray(X, dtype=np.float64)
+        return X @ self.components_
