@@ -8,6 +8,9 @@ from ._budget import PrivacyBudget, compose_advanced, compose_basic
 from ._ledger import BudgetLedger, SQLiteLedger
 from .exceptions import BudgetExceededError, PrivacyGuaranteeWarning, PrivacyLeakWarning
 from . import mechanisms  # noqa: F401
+from .random_projection import PrivateRandomProjection
+from .linear_model import PrivateHuberSVM, PrivateLogisticRegression
+from .linear_model import PrivateOLS
 
 __version__ = "0.1.0.dev0"
 
@@ -21,4 +24,8 @@ __all__ = [
     "PrivacyGuaranteeWarning",
     "BudgetExceededError",
     "mechanisms",
+    "PrivateOLS",
+    "PrivateRandomProjection",
+    "PrivateLogisticRegression",
+    "PrivateHuberSVM",
 ]

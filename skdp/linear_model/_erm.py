@@ -1,0 +1,618 @@
+r"""Private empirical risk minimisation for linear classifiers (one core, three routes).
+
+This module is the shared core of :class:`~skdp.linear_model.PrivateLogisticRegression`
+and :class:`~skdp.linear_model.PrivateHuberSVM`. All noise is calibrated and
+sampled by the mechanism core (:func:`skdp.mechanisms.calibrate`); this module
+only states the query (shape and sensitivity) and the budget.
+
+Setting and notation
+--------------------
+Neighbouring relation: **replace-one record, n public**. Rows ``x`` are
+clipped to the public bound ``data_norm`` (``B``). With ``fit_intercept`` the
+row is augmented with a constant column ``s = intercept_scaling * B`` (a
+public constant), so the augmented row ``u = [x, s]`` has norm at most
+
+    R = sqrt(B^2 + s^2)            (R = B without intercept).
+
+The intercept is the last augmented coefficient times ``s``: it is penalised
+and privatised like every other coefficient (no non-private intercept).
+
+Multiclass problems are solved one-vs-rest **jointly**: ``K`` binary problems
+(``K = 1`` for two classes) with labels ``y_ik in {-1, +1}`` share the rows;
+the stacked parameter is ``W`` of shape ``(K, p)``. Every route below treats
+the stacked problem as one release (no budget split), with the sensitivities
+derived for the stack: one record enters all ``K`` problems, so every
+per-problem bound is multiplied by ``sqrt(K)`` in Frobenius norm (output,
+objective and gradient noise) and determinant bounds get the exponent ``K``.
+
+Objective (``lambda`` tied to ``C``)::
+
+    J_D(W) = (1/n) sum_i sum_k loss(y_ik <w_k, u_i>) + (lambda/2) ||W||_F^2,
+    lambda = 1 / (n C).
+
+Multiplying by ``n C`` gives scikit-learn's ``C sum loss + 1/2 ||W||^2``, so
+``C`` means what it means in :class:`sklearn.linear_model.LogisticRegression`
+(except that the intercept is penalised too). Losses of ``z = y <w, u>``:
+``log(1 + e^-z)`` (logistic) and the Huber hinge (Chaudhuri et al. 2011,
+eq. 7; seed 004 section 3.1 with the ``/h`` the paper's print drops). Both have
+``|loss'| <= 1`` (so ``loss(y <w, u>)`` is ``R``-Lipschitz in ``w``) and
+``0 <= loss'' <= c`` with ``c = 1/4`` (logistic) and ``c = 1/(2h)`` (Huber);
+the smoothness of one term in ``w`` is ``beta = c R^2``.
+
+Solver accuracy (all deterministic routes)
+------------------------------------------
+Sensitivity bounds below hold for the *exact* minimiser. The solver
+(L-BFGS, then Newton polishing) runs until the gradient norm of the objective
+it minimises is at most the public tolerance ``gamma = tol * R / n``; if it cannot,
+the fit raises and releases nothing. With ``mu``-strong convexity,
+``||W~ - W*||_F <= gamma / mu`` for the returned ``W~``.
+
+Output perturbation (Chaudhuri, Monteleoni & Sarwate 2011, Alg. 1 / Cor. 8)
+----------------------------------------------------------------------------
+For neighbours, ``J_D - J_D'`` is ``g/n`` with ``g`` the difference of the two
+records' loss terms, whose gradient has Frobenius norm at most
+``2 R sqrt(K)``. By ``lambda``-strong convexity of ``J_D'``,
+``||W*_D - W*_D'||_F <= 2 R sqrt(K) / (n lambda) = 2 sqrt(K) R C`` (note: with
+the scikit-learn meaning of ``C``, ``n`` cancels -- DP needs a small ``C``).
+With the solver error on both sides the released ``W~`` has
+
+    Delta_out = 2 sqrt(K) R C + 2 gamma / lambda,
+
+and ``W~ + noise`` with noise from ``calibrate(Query((K, p), l2_sensitivity=Delta_out),
+epsilon, delta, mechanism)`` is (epsilon, delta)-DP. The seed-004 reference
+code calibrated ``2/(n lambda)`` while training with ``C = 1/lambda`` (n-fold
+under-noising) and did not clip rows: here ``lambda`` and ``C`` are tied by
+one formula and rows are always clipped.
+
+Objective perturbation
+----------------------
+Minimise ``J_D(W) + (Lambda_x / 2) ||W||^2 + <b, W>``; write
+``lambda' = lambda + Lambda_x`` (strong convexity). The minimiser ``W*`` and
+the noise are in bijection, ``b = -grad J~_D(W*)`` with
+``J~ = J + Lambda_x/2 ||.||^2``, so the density of ``W*`` is
+``nu(b_D(W)) |det H_D(W)|`` (``nu`` the noise density, ``H_D`` the Hessian
+of ``J~_D``; Chaudhuri et al. 2011, proof of Thm 9).
+
+*Jacobian.* ``H_D = A + h u u^T`` (per class block) and
+``H_D' = A + h' u' u'^T`` with the common part ``A >= lambda' I`` and
+``h, h' in [0, c/n]``. By the matrix determinant lemma
+``det H_D / det H_D' <= det(A + h u u^T) / det A <= 1 + c R^2 / (n lambda')``
+per block, so over the ``K`` blocks the log-ratio is at most
+
+    eps_J = K log(1 + beta / (n lambda')),   beta = c R^2.
+
+(Chaudhuri et al.'s Alg. 2 uses ``2 log(1 + c/(n lambda))`` for ``K = 1``:
+the determinant-lemma bound above is tighter and equally rigorous.)
+
+*Noise.* ``b_D(W) - b_D'(W)`` is ``(1/n)`` times the difference of the two
+records' loss gradients: Frobenius norm at most ``Delta_obj = 2 sqrt(K) R / n``,
+and it lies in the fixed subspace spanned (per class block) by ``u`` and
+``u'``, of dimension ``m <= min(2K, K p)``.
+
+* ``delta = 0`` (Chaudhuri et al. 2011, Alg. 2): ``b`` from a pure mechanism
+  of the core (``gamma_norm``: density ``exp(-||b|| / s)``) calibrated for
+  ``Delta_obj`` at ``eps_3``; its density ratio is at most ``e^eps_3``
+  pointwise, so ``W*`` is ``(eps_3 + eps_J)``-DP.
+* ``delta > 0`` (approximate minima perturbation, Iyengar et al. 2019,
+  Alg. 1): Gaussian ``b ~ N(0, sigma_1^2 I)``. The noise log-ratio at ``W``
+  is ``(2 <b, v> + ||v||^2) / (2 sigma_1^2) <= rho a + a^2 / 2`` with
+  ``a = Delta_obj / sigma_1`` and ``rho = ||P b|| / sigma_1 ~ chi_m`` (``P``
+  the projection on that subspace). The hockey-stick divergence at
+  ``e^eps_1`` is therefore at most
+
+      delta_1(a) = E_rho[(1 - exp(eps_3 - a rho - a^2/2))_+],  eps_3 = eps_1 - eps_J,
+
+  (:func:`amp_noise_delta`), and ``sigma_1`` is the smallest value with
+  ``delta_1 <= delta_1``-budget. This replaces the Gaussian tail bounds of
+  Kifer et al. / Iyengar et al. by an exact expectation of the bound; the
+  core samples the noise (``analytic_gaussian`` with the effective
+  sensitivity ``sigma_1 mu0(eps_3, delta_1)``, which makes its sigma
+  exactly ``sigma_1``).
+
+*Approximate minimiser.* The solver returns ``W~`` with
+``||W~ - W*|| <= gamma / lambda'``. Releasing ``W~ + n_2`` is analysed as an
+adaptive composition: given the (virtual) output ``a = W*``, ``W~`` is a
+function of ``(D, a)`` (the noise is ``b_D(a)``) whose change between
+neighbours is at most ``2 gamma / lambda'``; so ``n_2`` is calibrated for
+that sensitivity at ``(eps_2, delta_2)`` and the release is
+``(eps_1 + eps_2, delta_1 + delta_2)``-DP (Iyengar et al. 2019, Thm 1, with
+the replace-one factor 2). Seed 004's reference code drew both noises from
+the same ``(R, h)`` and retried with fresh noise on solver failure; here the
+two draws are independent and the tolerance is fixed in advance.
+
+*Budget split* (public): ``eps_2 = 0.01 eps``, ``delta_2 = 0.01 delta``,
+``eps_1 = eps - eps_2``; within ``eps_1`` Iyengar et al.'s hyperparameter-free
+"strategy 1" fraction ``f(eps)`` targets ``eps_J = (1 - f) eps_1``: the
+extra regularisation is ``Lambda_x = max(0, beta / (n (e^(eps_J/K) - 1)) - lambda)``.
+
+Gradient perturbation (DP-GD / DP-SGD)
+--------------------------------------
+Per-example gradients of the loss part, ``G_i = a_i u_i^T`` with
+``a_ik = y_ik loss'(z_ik)``, are clipped to Frobenius norm ``clip``
+(default ``sqrt(K) R``, which they never exceed); the regulariser's gradient
+``lambda W`` is data-free. The sum of clipped gradients changes by at most
+``2 clip`` under replace-one.
+
+* Full batch (``batch_size=None``): ``T`` noisy steps with Gaussian noise
+  ``sigma`` compose to a single Gaussian with separation
+  ``mu = sqrt(T) 2 clip / sigma`` (Dong, Roth & Su 2022, GDP composition), so
+  ``sigma`` is the core's analytic Gaussian for l2 sensitivity
+  ``2 clip sqrt(T)`` at (epsilon, delta) -- exact.
+* Poisson subsampling at rate ``q = batch_size / n``: the noise multiplier is
+  found with Google's ``dp-accounting`` RDP accountant under add/remove
+  (sensitivity ``clip``) at ``(eps/2, delta/(1+e^(eps/2)))`` and converted to
+  replace-one by group privacy (:mod:`skdp._accounting`).
+* A named pure mechanism (``delta = 0``) or any other named mechanism: basic
+  composition, ``(eps/T, delta/T)`` per step, sensitivity ``2 clip``
+  (full batch only).
+
+The noisy sum is divided by the public expected batch size ``q n``; steps use
+Nesterov momentum with step size ``learning_rate`` (default ``1 / (beta_avg +
+lambda)``) and all of this is post-processing.
+
+References
+----------
+.. [1] K. Chaudhuri, C. Monteleoni, A. D. Sarwate. "Differentially private
+   empirical risk minimization". JMLR 12, 2011.
+.. [2] R. Iyengar, J. P. Near, D. Song, O. Thakkar, A. Thakurta, L. Wang.
+   "Towards practical differentially private convex optimization". IEEE S&P 2019.
+.. [3] D. Kifer, A. Smith, A. Thakurta. "Private convex empirical risk
+   minimization and high-dimensional regression". COLT 2012.
+.. [4] M. Abadi et al. "Deep learning with differential privacy". CCS 2016.
+.. [5] I. Mironov, K. Talwar, L. Zhang. "Renyi differential privacy of the
+   sampled Gaussian mechanism". arXiv:1908.10530, 2019.
+"""
+
+from numbers import Integral, Real
+
+import numpy as np
+from scipy import integrate, optimize, stats
+from scipy.special import expit
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._validation import check_data_norm, check_generator, clip_rows
+from ..base import PrivateEstimatorMixin
+from ..mechanisms import Query, calibrate, get_mechanism
+from ..mechanisms.gaussian import analytic_gaussian_mu
+
+__all__ = [
+    "LogisticLoss",
+    "HuberLoss",
+    "amp_noise_delta",
+    "amp_noise_sigma",
+    "amp_epsilon_fraction",
+]
+
+_OUT_FRAC = 0.01  # share of (epsilon, delta) for the solver-error noise (Iyengar et al.)
+
+
+# ----------------------------------------------------------------------
+# losses of the margin z = y <w, u>
+# ----------------------------------------------------------------------
+class LogisticLoss:
+    """``log(1 + exp(-z))``: ``|l'| <= 1``, ``0 <= l'' <= 1/4``."""
+
+    name = "logistic"
+    curvature = 0.25
+
+    def value_deriv(self, z):
+        e = np.exp(-np.abs(z))
+        val = np.log1p(e) + np.maximum(-z, 0.0)
+        inv = 1.0 / (1.0 + e)
+        der = -np.where(z >= 0, e * inv, inv)  # -expit(-z)
+        return val, der
+
+    def second(self, z):
+        p = expit(z)
+        return p * (1.0 - p)
+
+
+class HuberLoss:
+    """Huber hinge with smoothing ``h`` (Chaudhuri et al. 2011, eq. 7).
+
+    ``1 - z`` if ``1 - z > h``; ``0`` if ``1 - z < -h``; else
+    ``(1 - z)^2 / (4h) + (1 - z)/2 + h/4``. ``|l'| <= 1``, ``0 <= l'' <= 1/(2h)``.
+    """
+
+    name = "huber"
+
+    def __init__(self, h):
+        self.h = float(h)
+        self.curvature = 1.0 / (2.0 * self.h)
+
+    def value_deriv(self, z):
+        h = self.h
+        m = 1.0 - z
+        mid = np.abs(m) <= h
+        val = np.where(m > h, m, 0.0)
+        der = np.where(m > h, -1.0, 0.0)
+        mm = m[mid]
+        val[mid] = mm**2 / (4 * h) + mm / 2 + h / 4
+        der[mid] = -(mm / (2 * h) + 0.5)
+        return val, der
+
+    def second(self, z):
+        return np.where(np.abs(1.0 - z) <= self.h, self.curvature, 0.0)
+
+
+# ----------------------------------------------------------------------
+# deterministic solver
+# ----------------------------------------------------------------------
+def _obj_grad(wflat, U, Y, loss, lam, B):
+    n = U.shape[0]
+    W = wflat.reshape(B.shape)
+    Z = (U @ W.T) * Y
+    val, der = loss.value_deriv(Z)
+    f = val.sum() / n + 0.5 * lam * np.dot(wflat, wflat) + np.dot(B.ravel(), wflat)
+    G = ((der * Y).T @ U) / n + lam * W + B
+    return f, G.ravel()
+
+
+def _newton_polish(W, U, Y, loss, lam, B, gamma, max_steps=50):
+    """Newton steps (exact per-class Hessian, backtracking) until ||grad|| <= gamma."""
+    n, p = U.shape
+    wflat = W.ravel().copy()
+    f, g = _obj_grad(wflat, U, Y, loss, lam, B)
+    for _ in range(max_steps):
+        if np.linalg.norm(g) <= gamma:
+            break
+        Wm = wflat.reshape(B.shape)
+        Z = (U @ Wm.T) * Y
+        S = loss.second(Z)
+        step = np.empty_like(Wm)
+        G = g.reshape(B.shape)
+        for k in range(B.shape[0]):
+            H = (U.T * S[:, k]) @ U / n
+            H[np.diag_indices(p)] += lam
+            step[k] = -np.linalg.solve(H, G[k])
+        t = 1.0
+        while t > 1e-10:
+            wnew = wflat + t * step.ravel()
+            fnew, gnew = _obj_grad(wnew, U, Y, loss, lam, B)
+            if fnew <= f + 1e-4 * t * np.dot(g, step.ravel()) or np.linalg.norm(gnew) < np.linalg.norm(g):
+                break
+            t *= 0.5
+        wflat, f, g = wnew, fnew, gnew
+    return wflat.reshape(B.shape), float(np.linalg.norm(g))
+
+
+def _minimize(U, Y, loss, lam, B, gamma, max_iter):
+    """Minimise ``J(W) + <B, W>`` to gradient norm <= gamma (public); raise otherwise."""
+    K, p = B.shape
+    x0 = np.zeros(K * p)
+    res = optimize.minimize(
+        _obj_grad, x0, args=(U, Y, loss, lam, B), jac=True, method="L-BFGS-B",
+        options={"maxiter": max_iter, "gtol": gamma / np.sqrt(K * p), "ftol": 0.0,
+                 "maxcor": 20},
+    )
+    W = res.x.reshape(K, p)
+    gnorm = float(np.linalg.norm(res.jac))
+    if gnorm > gamma:
+        W, gnorm = _newton_polish(W, U, Y, loss, lam, B, gamma)
+    if not gnorm <= gamma:
+        raise RuntimeError(
+            f"the solver reached a gradient norm of {gnorm:.3g}, above the public tolerance "
+            f"gamma={gamma:.3g} on which the sensitivity is based; nothing is released. "
+            "Increase tol or max_iter."
+        )
+    return W
+
+
+# ----------------------------------------------------------------------
+# AMP noise calibration (derivation in the module docstring)
+# ----------------------------------------------------------------------
+def amp_noise_delta(a, epsilon, m):
+    """``E[(1 - exp(eps - a rho - a^2/2))_+]`` for ``rho ~ chi_m``.
+
+    The delta of the Gaussian stage of objective perturbation at
+    ``a = Delta_obj / sigma_1`` (module docstring, "Objective perturbation").
+    """
+    a, epsilon = float(a), float(epsilon)
+    rho_star = max(0.0, (epsilon - 0.5 * a * a) / a)
+    dist = stats.chi(m)
+
+    def integrand(r):
+        return -np.expm1(epsilon - a * r - 0.5 * a * a) * dist.pdf(r)
+
+    hi = max(rho_star, np.sqrt(m)) + 60.0
+    val, _ = integrate.quad(integrand, rho_star, hi, epsabs=0.0, epsrel=1e-10, limit=200)
+    return float(max(val, 0.0))
+
+
+def amp_noise_sigma(epsilon, delta, sensitivity, m, rtol=1e-10):
+    """Smallest ``sigma_1`` (safe side) with ``amp_noise_delta(sensitivity/sigma_1, eps, m) <= delta``."""
+    lo, hi = 1e-3, 1.0  # bracket on a = sensitivity / sigma
+    while amp_noise_delta(hi, epsilon, m) <= delta:
+        lo, hi = hi, hi * 2.0
+    while amp_noise_delta(lo, epsilon, m) > delta:
+        lo, hi = lo / 2.0, lo
+    while hi - lo > rtol * lo:
+        mid = 0.5 * (lo + hi)
+        if amp_noise_delta(mid, epsilon, m) <= delta:
+            lo = mid
+        else:
+            hi = mid
+    return float(sensitivity) / lo
+
+
+def amp_epsilon_fraction(epsilon):
+    """Iyengar et al. (2019) hyperparameter-free "strategy 1": share ``eps_3 / eps_1``."""
+    epsilon = float(epsilon)
+    return max(min(0.88671 + 0.0186607 / epsilon**0.372906, 0.99), 1.0 - 1.0 / epsilon + 0.001)
+
+
+# ----------------------------------------------------------------------
+# the three routes
+# ----------------------------------------------------------------------
+def _is_pure(mechanism, delta):
+    if mechanism == "auto":
+        return delta == 0
+    return get_mechanism(mechanism).pure
+
+
+def _output_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma, max_iter, rng):
+    K, p = Y.shape[1], U.shape[1]
+    W = _minimize(U, Y, loss, lam, np.zeros((K, p)), gamma, max_iter)
+    sens = 2.0 * np.sqrt(K) * R / (n * lam) + 2.0 * gamma / lam
+    spec = calibrate(Query(shape=(K, p), l2_sensitivity=sens), eps, delta, mechanism=mechanism)
+    info = {"route": "output", "l2_sensitivity": sens, "regularization": lam}
+    return W + spec.sample(rng), (spec,), info
+
+
+def _objective_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma, max_iter, rng):
+    K, p = Y.shape[1], U.shape[1]
+    beta = loss.curvature * R**2
+    eps2, eps1 = _OUT_FRAC * eps, (1.0 - _OUT_FRAC) * eps
+    pure = _is_pure(mechanism, delta)
+    if pure:
+        delta1 = delta2 = 0.0
+    else:
+        delta2, delta1 = _OUT_FRAC * delta, (1.0 - _OUT_FRAC) * delta
+    eps_j_target = (1.0 - amp_epsilon_fraction(eps1)) * eps1
+    lam_tot = max(lam, beta / (n * np.expm1(eps_j_target / K)))
+    eps_j = K * np.log1p(beta / (n * lam_tot))
+    eps3 = eps1 - eps_j
+    sens1 = 2.0 * np.sqrt(K) * R / n
+    m = int(min(2 * K, K * p))
+    if pure:
+        name = "gamma_norm" if mechanism == "auto" else mechanism
+        spec1 = calibrate(Query(shape=(K, p), l2_sensitivity=sens1), eps3, 0.0, mechanism=name)
+        name2 = name
+        sigma1 = None
+    elif mechanism in ("auto", "analytic_gaussian"):
+        sigma1 = amp_noise_sigma(eps3, delta1, sens1, m)
+        eff = sigma1 * analytic_gaussian_mu(eps3, delta1)
+        spec1 = calibrate(Query(shape=(K, p), l2_sensitivity=eff), eps3, delta1,
+                          mechanism="analytic_gaussian")
+        name2 = "analytic_gaussian"
+    elif get_mechanism(mechanism).verified:
+        raise ValueError(
+            f"objective perturbation with delta > 0 supports mechanism='auto', "
+            f"'analytic_gaussian' or a pure mechanism; got {mechanism!r} (its calibration "
+            "is not derived for the Jacobian/subspace argument of AMP)."
+        )
+    else:  # unverified mechanisms (e.g. product_noise) are passed through, as the paper does
+        spec1 = calibrate(Query(shape=(K, p), l2_sensitivity=sens1), eps3, delta1, mechanism=mechanism)
+        name2 = mechanism
+        sigma1 = None
+    b = spec1.sample(rng)
+    W = _minimize(U, Y, loss, lam_tot, b, gamma, max_iter)
+    sens2 = 2.0 * gamma / lam_tot
+    spec2 = calibrate(Query(shape=(K, p), l2_sensitivity=sens2), eps2, delta2, mechanism=name2)
+    W = W + spec2.sample(rng)  # independent draw
+    info = {
+        "route": "objective", "method": "chaudhuri" if pure else "amp",
+        "regularization": lam_tot, "extra_regularization": lam_tot - lam,
+        "eps_jacobian": eps_j, "eps_noise": eps3, "eps_solver": eps2,
+        "delta_noise": delta1, "delta_solver": delta2, "l2_sensitivity": sens1,
+        "subspace_dim": m, "sigma": sigma1,
+    }
+    return W, (spec1, spec2), info
+
+
+def _gradient_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, rng, *,
+                           n_steps, batch_size, clip, learning_rate):
+    from .._accounting import (
+        poisson_gaussian_noise_multiplier,
+        replace_one_to_add_remove,
+    )
+
+    K, p = Y.shape[1], U.shape[1]
+    T = int(n_steps)
+    if batch_size is None or batch_size >= n:
+        q = 1.0
+    else:
+        q = batch_size / n
+    gaussian = mechanism in ("auto", "analytic_gaussian") and delta > 0
+    if gaussian and q == 1.0:
+        spec = calibrate(Query(shape=(K, p), l2_sensitivity=2.0 * clip * np.sqrt(T)), eps, delta,
+                         mechanism="analytic_gaussian")
+        accounting = "gdp_full_batch"
+        z = None
+    elif gaussian:
+        eps0, delta0 = replace_one_to_add_remove(eps, delta)
+        z = poisson_gaussian_noise_multiplier(eps0, delta0, q, T)
+        sigma = z * clip
+        eff = sigma * analytic_gaussian_mu(eps, delta)
+        spec = calibrate(Query(shape=(K, p), l2_sensitivity=eff), eps, delta,
+                         mechanism="analytic_gaussian")
+        accounting = "rdp_poisson_group2"
+    else:
+        if q < 1.0:
+            raise ValueError(
+                "Poisson subsampling (batch_size < n) is accounted only for Gaussian noise "
+                "(mechanism='auto' or 'analytic_gaussian' with delta > 0)."
+            )
+        name = "gamma_norm" if mechanism == "auto" else mechanism
+        spec = calibrate(Query(shape=(K, p), l2_sensitivity=2.0 * clip), eps / T, delta / T,
+                         mechanism=name)
+        accounting = "basic_composition"
+        z = None
+    beta_avg = loss.curvature * R**2
+    lr = 1.0 / (beta_avg + lam) if learning_rate == "auto" else float(learning_rate)
+    denom = q * n
+    W = np.zeros((K, p))
+    V = W.copy()
+    Wavg = np.zeros_like(W)
+    for t in range(T):
+        if q < 1.0:
+            idx = np.flatnonzero(rng.random(n) < q)
+            Us, Ys = U[idx], Y[idx]
+        else:
+            Us, Ys = U, Y
+        Yv = V  # Nesterov look-ahead point
+        Z = (Us @ Yv.T) * Ys
+        _, der = loss.value_deriv(Z)
+        A = der * Ys  # (b, K): per-example gradient is A_i u_i^T
+        norms = np.linalg.norm(A, axis=1) * np.linalg.norm(Us, axis=1)
+        A = A * np.minimum(1.0, clip / np.maximum(norms, 1e-300))[:, None]
+        G = (A.T @ Us + spec.sample(rng)) / denom + lam * Yv
+        W_new = Yv - lr * G
+        V = W_new + (t / (t + 3.0)) * (W_new - W)
+        W = W_new
+        if t >= T // 2:
+            Wavg += W
+    W = Wavg / (T - T // 2)
+    info = {"route": "gradient", "accounting": accounting, "noise_multiplier": z,
+            "sampling_rate": q, "n_steps": T, "clip_norm": clip, "learning_rate": lr,
+            "regularization": lam}
+    return W, (spec,), info
+
+
+# ----------------------------------------------------------------------
+# estimator base
+# ----------------------------------------------------------------------
+class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimator):
+    """Shared fit/predict of the private linear classifiers (see module docstring)."""
+
+    _parameter_constraints = {
+        **PrivateEstimatorMixin._privacy_parameter_constraints,
+        "perturbation": [StrOptions({"output", "objective", "gradient"})],
+        "mechanism": [str],
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "fit_intercept": ["boolean"],
+        "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "batch_size": [None, Interval(Integral, 1, None, closed="left")],
+        "clip_norm": [None, Interval(Real, 0, None, closed="neither")],
+        "learning_rate": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+    }
+
+    def _loss(self):
+        raise NotImplementedError
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Fit the private model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training rows; rows with norm above ``data_norm`` are clipped to it.
+        y : array-like of shape (n_samples,)
+            Class labels (at least two classes).
+        sample_weight : None
+            Not supported: per-sample weights change the sensitivity. Passing
+            anything but ``None`` raises ``ValueError``.
+
+        Returns
+        -------
+        self : object
+            Fitted estimator.
+        """
+        if sample_weight is not None:
+            raise ValueError(
+                f"{type(self).__name__} does not support sample_weight: weights change the "
+                "sensitivity of the fit and no bound on them is declared."
+            )
+        loss = self._loss()
+        if self.mechanism != "auto":
+            get_mechanism(self.mechanism)  # unknown names -> ValueError
+        budget = self._charge_budget()
+        eps, delta = budget.epsilon, budget.delta
+        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
+        check_classification_targets(y)
+        enc = LabelEncoder()
+        y_idx = enc.fit_transform(y)
+        self.classes_ = enc.classes_
+        n_classes = len(self.classes_)
+        if n_classes < 2:
+            raise ValueError(
+                f"{type(self).__name__} needs samples of at least 2 classes in the data, "
+                f"but the data contain only one class: {self.classes_[0]!r}."
+            )
+        n, d = X.shape
+        self.data_norm_ = check_data_norm(X, self.data_norm, estimator=self)
+        Xc = clip_rows(X, self.data_norm_)
+        if self.fit_intercept:
+            s = self.intercept_scaling * self.data_norm_
+            U = np.hstack([Xc, np.full((n, 1), s)])
+            R = float(np.hypot(self.data_norm_, s))
+        else:
+            s = None
+            U = Xc
+            R = float(self.data_norm_)
+        if n_classes == 2:
+            Y = np.where(y_idx == 1, 1.0, -1.0)[:, None]
+        else:
+            Y = np.where(y_idx[:, None] == np.arange(n_classes)[None, :], 1.0, -1.0)
+        K = Y.shape[1]
+        lam = 1.0 / (n * self.C)
+        gamma = self.tol * R / n
+        rng = check_generator(self.random_state)
+        if self.perturbation == "output":
+            W, specs, info = _output_perturbation(
+                U, Y, loss, lam, R, n, eps, delta, self.mechanism, gamma, self.max_iter, rng)
+        elif self.perturbation == "objective":
+            W, specs, info = _objective_perturbation(
+                U, Y, loss, lam, R, n, eps, delta, self.mechanism, gamma, self.max_iter, rng)
+        else:
+            clip = np.sqrt(K) * R if self.clip_norm is None else float(self.clip_norm)
+            W, specs, info = _gradient_perturbation(
+                U, Y, loss, lam, R, n, eps, delta, self.mechanism, rng,
+                n_steps=self.max_iter, batch_size=self.batch_size, clip=clip,
+                learning_rate=self.learning_rate)
+        info["lipschitz"] = R
+        info["smoothness"] = loss.curvature * R**2
+        info["n_samples"] = n
+        self.noise_spec_ = specs if len(specs) > 1 else specs[0]
+        self.privacy_info_ = info
+        if self.fit_intercept:
+            self.coef_ = W[:, :d].copy()
+            self.intercept_ = W[:, d] * s
+        else:
+            self.coef_ = W.copy()
+            self.intercept_ = np.zeros(K)
+        return self
+
+    def decision_function(self, X):
+        """Signed scores ``X @ coef_.T + intercept_``.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        scores = X @ self.coef_.T + self.intercept_
+        return scores.ravel() if scores.shape[1] == 1 else scores
+
+    def predict(self, X):
+        """Predicted class labels."""
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            idx = (scores > 0).astype(int)
+        else:
+            idx = scores.argmax(axis=1)
+        return self.classes_[idx]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.poor_score = True
+        tags.classifier_tags.multi_class = True
+        return tags

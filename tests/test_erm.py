@@ -1,0 +1,327 @@
+"""Noise scales of the three ERM routes against independent closed forms and accountants."""
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy import optimize, stats
+from scipy.special import expit
+
+from skdp.exceptions import PrivacyLeakWarning
+from skdp.linear_model import PrivateHuberSVM, PrivateLogisticRegression
+from skdp.linear_model._erm import HuberLoss, LogisticLoss, amp_noise_delta
+from skdp.mechanisms import available_mechanisms
+
+needs_gamma_norm = pytest.mark.skipif(
+    "gamma_norm" not in available_mechanisms(), reason="gamma_norm mechanism not registered"
+)
+
+
+def _bw_delta(mu, eps):
+    """Balle & Wang (2018) Thm 8, written out independently of skdp."""
+    return stats.norm.cdf(mu / 2 - eps / mu) - np.exp(eps) * stats.norm.cdf(-mu / 2 - eps / mu)
+
+
+def _mu0(eps, delta):
+    return optimize.brentq(lambda m: _bw_delta(m, eps) - delta, 1e-6, 100, xtol=1e-14)
+
+
+def _data(n=300, d=4, k=2, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
+    y = rng.integers(0, k, size=n)
+    return X, y
+
+
+# ----------------------------------------------------------------------
+# losses
+# ----------------------------------------------------------------------
+@pytest.mark.parametrize("loss", [LogisticLoss(), HuberLoss(0.1), HuberLoss(0.5)])
+def test_loss_derivatives_and_constants(loss):
+    z = np.linspace(-6, 6, 20001)
+    val, der = loss.value_deriv(z)
+    num = np.gradient(val, z)
+    assert np.max(np.abs(num[1:-1] - der[1:-1])) < 1e-3
+    assert np.max(np.abs(der)) <= 1.0  # Lipschitz constant 1 in z
+    d2 = np.gradient(der, z)
+    assert np.min(d2) > -1e-6 and np.max(d2) <= loss.curvature * (1 + 1e-3)
+    assert np.max(d2) >= 0.95 * loss.curvature  # the bound c is attained
+
+
+def test_logistic_loss_matches_reference():
+    z = np.linspace(-40, 40, 101)
+    val, der = LogisticLoss().value_deriv(z)
+    np.testing.assert_allclose(val, np.logaddexp(0, -z), rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(der, -expit(-z), rtol=1e-12)
+
+
+def test_huber_loss_formula():
+    h = 0.1
+    z = np.array([-1.0, 0.85, 0.9, 0.95, 1.05, 1.1, 2.0])
+    val, _ = HuberLoss(h).value_deriv(z)
+    m = 1 - z
+    ref = np.where(m > h, m, np.where(m < -h, 0.0, m**2 / (4 * h) + m / 2 + h / 4))
+    np.testing.assert_allclose(val, ref)
+
+
+# ----------------------------------------------------------------------
+# output perturbation
+# ----------------------------------------------------------------------
+@pytest.mark.parametrize("k", [2, 3])
+def test_output_perturbation_sigma_closed_form(k):
+    X, y = _data(k=k)
+    n = len(X)
+    C, B, eps, delta, tol = 0.05, 1.0, 0.7, 1e-5, 1e-6
+    clf = PrivateLogisticRegression(epsilon=eps, delta=delta, perturbation="output",
+                                    mechanism="analytic_gaussian", data_norm=B, C=C, tol=tol,
+                                    random_state=0).fit(X, y)
+    K = 1 if k == 2 else k
+    R = np.sqrt(2) * B  # intercept column = data_norm
+    lam = 1 / (n * C)
+    gamma = tol * R / n
+    sens = 2 * np.sqrt(K) * R * C + 2 * gamma / lam
+    assert clf.noise_spec_.query.shape == (K, X.shape[1] + 1)
+    np.testing.assert_allclose(clf.noise_spec_.params["sigma"], sens / _mu0(eps, delta), rtol=1e-8)
+    assert clf.coef_.shape == (K, X.shape[1]) and clf.intercept_.shape == (K,)
+
+
+@needs_gamma_norm
+def test_output_perturbation_pure_scale():
+    X, y = _data()
+    n, C, eps = len(X), 0.1, 0.5
+    clf = PrivateHuberSVM(epsilon=eps, delta=0.0, perturbation="output", data_norm=2.0, C=C,
+                          fit_intercept=False, random_state=0).fit(X, y)
+    R, lam = 2.0, 1 / (n * C)
+    sens = 2 * R * C + 2 * (1e-6 * R / n) / lam
+    assert clf.noise_spec_.mechanism == "gamma_norm"
+    np.testing.assert_allclose(clf.noise_spec_.params["scale"], sens / eps, rtol=1e-10)
+
+
+def test_output_sensitivity_bound_on_neighbours():
+    """||W(D) - W(D')|| <= 2 R C for many random replace-one pairs (no noise involved)."""
+    from skdp.linear_model._erm import _minimize
+
+    rng = np.random.default_rng(1)
+    n, d, C = 30, 3, 0.5
+    lam = 1 / (n * C)
+    worst = 0.0
+    for loss in (LogisticLoss(), HuberLoss(0.1)):
+        for _ in range(40):
+            U = rng.normal(size=(n, d))
+            U /= np.linalg.norm(U, axis=1, keepdims=True)
+            Y = rng.choice([-1.0, 1.0], size=(n, 1))
+            U2, Y2 = U.copy(), Y.copy()
+            U2[0] = -U[0]
+            Y2[0] = -Y[0] if rng.random() < 0.5 else Y[0]
+            W1 = _minimize(U, Y, loss, lam, np.zeros((1, d)), 1e-12, 1000)
+            W2 = _minimize(U2, Y2, loss, lam, np.zeros((1, d)), 1e-12, 1000)
+            worst = max(worst, np.linalg.norm(W1 - W2) / (2 * C))
+    assert 0.3 < worst <= 1.0
+
+
+def test_output_perturbation_audit():
+    """Audit the released weights on a tight worst-case pair (Huber, linear regime)."""
+    audit = pytest.importorskip("skdp.audit")
+    n, C, eps, delta = 20, 0.01, 1.0, 0.05
+    ang = np.linspace(0, 2 * np.pi, n, endpoint=False)
+    X = np.column_stack([np.cos(ang), np.sin(ang)])
+    y = np.arange(n) % 2
+    y2 = y.copy()
+    y2[0] = 1 - y[0]  # replace record 0 by (x_0, other label)
+    kw = dict(epsilon=eps, delta=delta, perturbation="output", mechanism="analytic_gaussian",
+              data_norm=1.0, C=C, fit_intercept=False)
+    clf = PrivateHuberSVM(random_state=3, **kw).fit(X, y)
+    # Huber with all margins < 1 - h: W* = C sum_i y_i x_i exactly (closed form).
+    s = np.where(y == 1, 1.0, -1.0)
+    s2 = np.where(y2 == 1, 1.0, -1.0)
+    W1, W2 = (C * s @ X)[None, :], (C * s2 @ X)[None, :]
+    assert np.isclose(np.linalg.norm(W1 - W2), 2 * C)  # the bound 2 R C is attained
+    noise = clf.noise_spec_.sample(np.random.default_rng(3))
+    np.testing.assert_allclose(clf.coef_ - noise, W1, atol=1e-9)  # released = W* + noise
+    res = audit.audit_spec(clf.noise_spec_, W1, W2, n_samples=100_000, random_state=0)
+    assert res.passed, res
+    # power: the same noise on a pair 2.5x further apart must be caught
+    res_bad = audit.audit_spec(clf.noise_spec_, W1, W1 + 2.5 * (W2 - W1), n_samples=100_000,
+                               random_state=0)
+    assert not res_bad.passed
+
+
+# ----------------------------------------------------------------------
+# objective perturbation
+# ----------------------------------------------------------------------
+def _rayleigh_amp_delta(a, eps):
+    """Closed form of E[(1 - e^{eps - a rho - a^2/2})_+], rho ~ Rayleigh (chi_2)."""
+    t = max(0.0, (eps - a * a / 2) / a)
+    tail = np.exp(-t * t / 2)
+    # int_t^inf e^{-a r} r e^{-r^2/2} dr = e^{a^2/2} [e^{-(t+a)^2/2} - a sqrt(2 pi) Phi(-(t+a))]
+    inner = np.exp(a * a / 2) * (np.exp(-(t + a) ** 2 / 2) - a * np.sqrt(2 * np.pi) * stats.norm.sf(t + a))
+    return tail - np.exp(eps - a * a / 2) * inner
+
+
+@pytest.mark.parametrize("a,eps", [(0.3, 1.0), (0.1, 0.5), (1.0, 2.0), (0.05, 0.2)])
+def test_amp_delta_closed_form_chi2(a, eps):
+    np.testing.assert_allclose(amp_noise_delta(a, eps, 2), _rayleigh_amp_delta(a, eps), rtol=1e-6)
+
+
+def test_amp_delta_monte_carlo_chi6():
+    rng = np.random.default_rng(0)
+    rho = np.sqrt(rng.chisquare(6, size=2_000_000))
+    a, eps = 0.8, 1.0
+    mc = np.mean(np.maximum(0, 1 - np.exp(eps - a * rho - a * a / 2)))
+    np.testing.assert_allclose(amp_noise_delta(a, eps, 6), mc, rtol=2e-2)
+
+
+def _strategy1(e):
+    return max(min(0.88671 + 0.0186607 / e**0.372906, 0.99), 1 - 1 / e + 0.001)
+
+
+@pytest.mark.parametrize("est", ["logistic", "huber"])
+def test_amp_constants(est):
+    X, y = _data(n=400)
+    n, C, eps, delta, B = len(X), 1.0, 1.0, 1e-5, 1.0
+    Cls = PrivateLogisticRegression if est == "logistic" else PrivateHuberSVM
+    clf = Cls(epsilon=eps, delta=delta, perturbation="objective", data_norm=B, C=C,
+              random_state=0).fit(X, y)
+    info = clf.privacy_info_
+    R = np.sqrt(2) * B
+    c = 0.25 if est == "logistic" else 1 / (2 * 0.1)
+    beta = c * R**2
+    eps1, eps2 = 0.99 * eps, 0.01 * eps
+    target_j = (1 - _strategy1(eps1)) * eps1
+    lam = max(1 / (n * C), beta / (n * (np.exp(target_j) - 1)))
+    eps_j = np.log(1 + beta / (n * lam))
+    eps3 = eps1 - eps_j
+    np.testing.assert_allclose(info["regularization"], lam, rtol=1e-12)
+    np.testing.assert_allclose(info["eps_noise"], eps3, rtol=1e-12)
+    a = (2 * R / n) / info["sigma"]
+    # the stage-1 sigma meets delta_1 = 0.99 delta with the Rayleigh closed form, and is tight
+    assert _rayleigh_amp_delta(a, eps3) <= 0.99 * delta * (1 + 1e-9)
+    assert _rayleigh_amp_delta(a * 1.001, eps3) > 0.99 * delta
+    spec1, spec2 = clf.noise_spec_
+    np.testing.assert_allclose(spec1.params["sigma"], info["sigma"], rtol=1e-10)
+    gamma = 1e-6 * R / n
+    np.testing.assert_allclose(spec2.params["sigma"], (2 * gamma / lam) / _mu0(eps2, 0.01 * delta),
+                               rtol=1e-7)
+
+
+@needs_gamma_norm
+def test_chaudhuri_pure_objective_scale():
+    X, y = _data(n=500, k=3)
+    n, C, eps, B = len(X), 0.2, 2.0, 1.5
+    clf = PrivateLogisticRegression(epsilon=eps, delta=0.0, perturbation="objective",
+                                    data_norm=B, C=C, fit_intercept=False,
+                                    random_state=0).fit(X, y)
+    K, R, beta = 3, B, 0.25 * B**2
+    eps1 = 0.99 * eps
+    lam = max(1 / (n * C), beta / (n * (np.exp((1 - _strategy1(eps1)) * eps1 / K) - 1)))
+    eps3 = eps1 - K * np.log(1 + beta / (n * lam))
+    spec1, spec2 = clf.noise_spec_
+    assert spec1.mechanism == "gamma_norm" and spec1.delta == 0
+    np.testing.assert_allclose(spec1.params["scale"], 2 * np.sqrt(K) * R / n / eps3, rtol=1e-10)
+    np.testing.assert_allclose(spec2.params["scale"], 2 * (1e-6 * R / n) / lam / (0.01 * eps),
+                               rtol=1e-10)
+
+
+def test_amp_jacobian_bound_numerically():
+    """det H_D / det H_D' <= 1 + c R^2/(n lambda) at random points (determinant lemma)."""
+    rng = np.random.default_rng(2)
+    n, d, lam = 15, 3, 0.05
+    loss = LogisticLoss()
+    worst = 0.0
+    for _ in range(300):
+        U = rng.normal(size=(n, d))
+        U /= np.linalg.norm(U, axis=1, keepdims=True)
+        U2 = U.copy()
+        U2[0] = rng.normal(size=d)
+        U2[0] /= np.linalg.norm(U2[0])
+        w = rng.normal(size=d) * 3
+        H1 = (U.T * loss.second(U @ w)) @ U / n + lam * np.eye(d)
+        H2 = (U2.T * loss.second(U2 @ w)) @ U2 / n + lam * np.eye(d)
+        worst = max(worst, np.linalg.slogdet(H1)[1] - np.linalg.slogdet(H2)[1])
+    assert worst <= np.log1p(0.25 / (n * lam)) + 1e-12
+
+
+# ----------------------------------------------------------------------
+# gradient perturbation
+# ----------------------------------------------------------------------
+def test_dp_gd_full_batch_sigma():
+    X, y = _data(n=200)
+    T, eps, delta, B = 50, 1.0, 1e-5, 1.0
+    clf = PrivateLogisticRegression(epsilon=eps, delta=delta, perturbation="gradient",
+                                    max_iter=T, data_norm=B, C=0.5, random_state=0).fit(X, y)
+    clip = np.sqrt(2) * B
+    # T Gaussian steps with sensitivity 2 clip: mu = sqrt(T) 2 clip / sigma must equal mu0(eps, delta)
+    np.testing.assert_allclose(clf.noise_spec_.params["sigma"],
+                               np.sqrt(T) * 2 * clip / _mu0(eps, delta), rtol=1e-8)
+
+
+def test_dp_sgd_noise_multiplier_against_accountant():
+    dpa = pytest.importorskip("dp_accounting")
+    X, y = _data(n=1000)
+    T, bs, eps, delta = 40, 100, 2.0, 1e-5
+    clf = PrivateLogisticRegression(epsilon=eps, delta=delta, perturbation="gradient", max_iter=T,
+                                    batch_size=bs, data_norm=1.0, C=0.5, random_state=0).fit(X, y)
+    z = clf.privacy_info_["noise_multiplier"]
+    clip = np.sqrt(2.0)
+    np.testing.assert_allclose(clf.noise_spec_.params["sigma"], z * clip, rtol=1e-8)
+
+    def eps_of(mult, d0):
+        acc = dpa.rdp.RdpAccountant()
+        acc.compose(dpa.SelfComposedDpEvent(
+            dpa.PoissonSampledDpEvent(bs / 1000, dpa.GaussianDpEvent(mult)), T))
+        return acc.get_epsilon(d0)
+
+    # group privacy: replace-one (eps, delta) <- add/remove (eps/2, delta/(1+e^{eps/2}))
+    d0 = delta / (1 + np.exp(eps / 2))
+    assert eps_of(z, d0) <= eps / 2
+    assert eps_of(z * 0.999, d0) > eps / 2
+
+
+def test_accountant_matches_tensorflow_privacy_reference():
+    """tensorflow_privacy compute_dp_sgd_privacy_test: (60000, 150, 1.3, 15 epochs, 1e-5) -> 0.72422."""
+    pytest.importorskip("dp_accounting")
+    from skdp._accounting import poisson_gaussian_epsilon, poisson_gaussian_noise_multiplier
+
+    q, steps = 150 / 60000, int(np.ceil(15 * 60000 / 150))
+    np.testing.assert_allclose(poisson_gaussian_epsilon(1.3, q, steps, 1e-5), 0.7242234026109595,
+                               rtol=1e-6)
+    np.testing.assert_allclose(poisson_gaussian_epsilon(1.0, 100 / 100000, 30000, 1e-7),
+                               1.4154988495444845, rtol=1e-6)
+    z = poisson_gaussian_noise_multiplier(0.7242234026109595, 1e-5, q, steps)
+    assert 1.3 <= z < 1.3 * (1 + 1e-5)
+
+
+def test_subsampling_needs_gaussian():
+    X, y = _data(n=200)
+    with pytest.raises(ValueError, match="Poisson"):
+        PrivateLogisticRegression(perturbation="gradient", delta=1e-5, mechanism="gaussian",
+                                  batch_size=20, data_norm=1.0, max_iter=5).fit(X, y)
+
+
+def test_product_noise_passes_through_and_warns():
+    if "product_noise" not in available_mechanisms():
+        pytest.skip("product_noise not registered")
+    from skdp.exceptions import PrivacyGuaranteeWarning
+
+    X, y = _data(n=200)
+    for pert in ("output", "objective", "gradient"):
+        with pytest.warns(PrivacyGuaranteeWarning):
+            clf = PrivateLogisticRegression(perturbation=pert, mechanism="product_noise",
+                                            data_norm=1.0, C=0.1, max_iter=10,
+                                            random_state=0).fit(X, y)
+        specs = clf.noise_spec_ if isinstance(clf.noise_spec_, tuple) else (clf.noise_spec_,)
+        assert all(s.mechanism == "product_noise" and not s.verified for s in specs)
+
+
+def test_infers_data_norm_with_warning_and_clips():
+    X, y = _data(n=200)
+    X = X * 3
+    with pytest.warns(PrivacyLeakWarning):
+        clf = PrivateLogisticRegression(C=0.1, random_state=0).fit(X, y)
+    np.testing.assert_allclose(clf.data_norm_, np.linalg.norm(X, axis=1).max())
+    assert clf.data_norm is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        clf = PrivateLogisticRegression(C=0.1, data_norm=1.0, random_state=0).fit(X, y)
+    assert clf.data_norm_ == 1.0
