@@ -11,6 +11,7 @@ from . import mechanisms  # noqa: F401
 from .random_projection import PrivateRandomProjection
 from .linear_model import PrivateHuberSVM, PrivateLogisticRegression
 from .linear_model import PrivateOLS
+from .decomposition import PrivatePCA
 
 __version__ = "0.1.0.dev0"
 
@@ -25,6 +26,7 @@ __all__ = [
     "BudgetExceededError",
     "mechanisms",
     "PrivateOLS",
+    "PrivatePCA",
     "PrivateRandomProjection",
     "PrivateLogisticRegression",
     "PrivateHuberSVM",

@@ -1,0 +1,476 @@
+"""Differentially private principal component analysis (covariance perturbation).
+
+PrivatePCA releases **one** noisy statistic, the augmented second-moment
+matrix of the clipped rows, and obtains everything else (mean, covariance,
+components, variances) by post-processing, which costs no privacy.
+
+Derivations (replace-one neighbours, n public)
+----------------------------------------------
+Rows are clipped to the public l2 bound ``R = data_norm``. With a public
+constant ``c >= 0`` let ``z_i = (x_i, c)`` and release the symmetric matrix
+
+    G = (1/n) sum_i z_i z_i^T = [[S, c m], [c m^T, c^2]],
+    S = X^T X / n (second moment),  m = X^T 1 / n (mean).
+
+``c = 0`` (``centered=True``) reduces ``G`` to ``S`` (d x d); ``centered=False``
+uses ``c = R / sqrt(2)`` (justified below) and the (d+1) x (d+1) matrix.
+
+*l2 sensitivity of the released upper triangle (diagonal included).*
+Replacing ``x`` by ``x'`` changes ``n G`` by ``D = z z^T - z' z'^T`` whose
+corner entry is 0. Its upper triangle satisfies
+
+    ||triu D||^2 = ||triu D_S||^2 + c^2 ||x - x'||^2
+                 <= ||D_S||_F^2 + c^2 ||x - x'||^2
+                 =  a^4 + b^4 - 2 a^2 b^2 u^2 + c^2 (a^2 + b^2 - 2 a b u),
+
+with ``D_S = x x^T - x' x'^T``, ``a = ||x||``, ``b = ||x'||``, ``u`` the cosine
+of their angle (``||triu M||^2 <= ||M||_F^2`` for symmetric ``M`` because the
+off-diagonal entries count once instead of twice). Replacing ``x'`` by
+``-x'`` keeps the first part and does not decrease the second, so ``u <= 0``
+w.l.o.g.; there the bound increases in ``a, b``, so ``a = b = R``. Maximising
+``2 R^4 (1 - u^2) + 2 c^2 R^2 (1 - u)`` over ``u`` in [-1, 0] gives
+``u* = -c^2 / (2 R^2)`` (valid for ``c^2 <= 2 R^2``) and
+
+    Delta_2 = sqrt(2) (R^2 + c^2 / 2) / n.
+
+It is attained for ``d >= 2`` (x, x' in a coordinate plane with cosine ``u*``
+and ``||diag D_S|| = ||D_S||_F``), so it is the exact sensitivity. For
+``c = 0`` this is the familiar ``sqrt(2) R^2 / n`` (orthogonal rows of norm
+R; also ``||D_S||_F^2 = ||x||^4 + ||x'||^4 - 2 (x.x')^2 <= 2 R^4``), and for
+``c = R/sqrt(2)`` it is ``(5 sqrt(2) / 4) R^2 / n``. The Frobenius norm of
+the whole change is at most ``sqrt(2) (R^2 + c^2) / n`` by the same argument
+with ``c^2`` replaced by ``2 c^2`` (valid for ``c^2 <= R^2``), which is below
+``sqrt(2) Delta_2``, the Frobenius bound a matrix mechanism may derive
+from the triangle bound.
+
+*Per-entry sensitivity profile* (for ``"inid_gaussian"``, seed 002):
+``|x_i x_j - x'_i x'_j| <= R^2`` for all i, j (``x_i x_j`` lies in
+``[-R^2/2, R^2/2]`` off the diagonal and ``x_i^2`` in ``[0, R^2]``, both
+attained), ``|c x_i - c x'_i| <= 2 c R``, and the corner is constant. Rows
+in an l2 ball make this box much larger than the l2 ball of changes
+(``||lambda||_2 ~ d R^2 / sqrt(2)`` against ``Delta_2 ~ R^2``): the coordinates
+are coupled (seed 002, section 9.1), so i.n.i.d. noise is valid but worse
+than i.i.d. noise here and ``"auto"`` never picks it.
+
+*Frobenius bound of the statistic* (for ``"mvg"``, seed 001):
+``||G||_F <= (1/n) sum_i ||z_i||^2 <= R^2 + c^2``.
+
+*Choice of c (the split between mean and second moment).* The Gaussian
+mechanism on ``G`` gives the second moment noise ``sigma`` per entry and the
+mean noise ``sigma / c`` per entry, with ``sigma`` proportional to
+``R^2 + c^2 / 2``. Releasing both jointly is never worse than splitting the
+budget by composition, because the sensitivity above accounts for the fact
+that one record cannot move ``S`` and ``m`` maximally at the same time.
+With worst-case ``||m|| = R`` the spectral error of the estimated
+covariance ``S - m m^T`` is about ``sqrt(d) sigma (2 + R / c)`` (Wigner
+noise plus the rank-two term ``m e^T + e m^T``); minimising
+``(1 + t^2 / 2)(2 + 1 / t)`` over ``t = c / R`` gives ``t = 0.719``; we use
+``t = 1/sqrt(2)`` (within 0.1 % of the optimum). Both ``S`` and ``m`` then see
+noise as if each alone had been released at separation ``0.8 mu0``.
+
+*Noise.* ``"analyze_gauss"`` is the Analyze Gauss algorithm of Dwork, Talwar,
+Thakurta & Zhang (2014): i.i.d. Gaussian noise on the upper triangle,
+mirrored. Here it is the core mechanism ``"analytic_gaussian"`` (Balle & Wang
+2018) with ``sigma = Delta_2 / mu0(epsilon, delta)``, which is exact, instead
+of the classic ``sqrt(2 ln(1.25/delta))/epsilon`` calibration of the paper.
+Non-symmetric noise (``"mvg"``, ``"r1smg"``) is symmetrised with
+``(A + A^T) / 2``; noise that is already symmetric is unchanged by it.
+"""
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..base import PrivateEstimatorMixin
+from .._validation import check_data_norm, check_generator, row_norms
+from ..mechanisms import Query, calibrate
+
+__all__ = ["PrivatePCA"]
+
+#: estimator-level mechanism names -> core mechanism names
+_MECHANISMS = {
+    "auto": "auto",
+    "analyze_gauss": "analytic_gaussian",
+    "inid_gaussian": "inid_gaussian",
+    "mvg": "mvg",
+    "r1smg": "r1smg",
+}
+
+#: number of matrix entries of the clipped chunk held in memory at once
+_CHUNK_ELEMENTS = 2**20
+
+#: c / R for centered=False (see the module docstring)
+_MEAN_WEIGHT = 1.0 / np.sqrt(2.0)
+
+
+def _gram_query(n_samples, n_features, data_norm, mean_weight):
+    """The symmetric query for ``G = Z^T Z / n`` with ``z = (x, c)``.
+
+    ``mean_weight`` is ``c`` (0 means no mean column, ``G = X^T X / n``).
+    Sensitivities are derived in the module docstring.
+    """
+    R, c, n, d = float(data_norm), float(mean_weight), n_samples, n_features
+    size = d + 1 if c > 0 else d
+    l2 = np.sqrt(2.0) * (R**2 + c**2 / 2.0) / n
+    profile = np.full((size, size), R**2 / n)
+    if c > 0:
+        profile[:d, d] = profile[d, :d] = 2.0 * c * R / n
+        profile[d, d] = 0.0
+    return Query(
+        shape=(size, size),
+        l2_sensitivity=l2,
+        sensitivity_profile=profile,
+        sup_norm=(R**2 + c**2),
+        symmetric=True,
+    )
+
+
+def _clipped_gram(X, data_norm, mean_weight, chunk_elements=_CHUNK_ELEMENTS):
+    """Exact ``G = Z^T Z / n`` of the clipped rows, accumulated in row chunks.
+
+    Memory beyond X is bounded by one clipped chunk of ``chunk_elements``
+    entries plus the (d+1) x (d+1) result.
+    """
+    n, d = X.shape
+    step = max(1, chunk_elements // max(d, 1))
+    S = np.zeros((d, d))
+    s = np.zeros(d)
+    for start in range(0, n, step):
+        chunk = np.asarray(X[start:start + step], dtype=np.float64)
+        norms = row_norms(chunk)
+        scale = np.minimum(1.0, data_norm / np.maximum(norms, np.finfo(float).tiny))
+        chunk = chunk * scale[:, None]
+        S += chunk.T @ chunk
+        s += chunk.sum(axis=0)
+    S = (S + S.T) / 2.0  # exact symmetry (BLAS may differ in the last bit)
+    if mean_weight == 0:
+        return S / n
+    c = float(mean_weight)
+    G = np.empty((d + 1, d + 1))
+    G[:d, :d] = S
+    G[:d, d] = G[d, :d] = c * s
+    G[d, d] = n * c**2
+    return G / n
+
+
+def _svd_flip_rows(components):
+    """Make the largest-magnitude entry of every row positive (deterministic signs)."""
+    idx = np.argmax(np.abs(components), axis=1)
+    signs = np.sign(components[np.arange(components.shape[0]), idx])
+    signs[signs == 0] = 1.0
+    return components * signs[:, None]
+
+
+class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """Differentially private PCA by perturbing the second-moment matrix.
+
+    The estimator clips every row to the public norm bound ``data_norm``,
+    forms the (augmented) second-moment matrix in row chunks, adds noise
+    calibrated by the mechanism core (:mod:`skdp.mechanisms`) once, and then
+    post-processes the noisy matrix: symmetrise, subtract the outer product
+    of the noisy mean (``centered=False``), eigendecompose with
+    :func:`numpy.linalg.eigh` and sort by algebraic eigenvalue. One fit is
+    (epsilon, delta)-DP under replace-one neighbours with ``n`` public.
+
+    The sensitivity derivation is in the docstring of
+    :mod:`skdp.decomposition._pca`; in short the released upper triangle has
+    l2 sensitivity ``sqrt(2) (R^2 + c^2/2) / n`` with ``R = data_norm``,
+    ``c = R / sqrt(2)`` when the mean is estimated and ``c = 0`` when
+    ``centered=True``.
+
+    Parameters
+    ----------
+    n_components : int, float or None, default=None
+        Number of components to keep. An int in ``[1, n_features]``; a float
+        in (0, 1) keeps the smallest number of components whose share of the
+        (noisy, clamped) explained variance reaches it; None keeps all
+        ``n_features`` components.
+    epsilon : float, default=1.0
+        Privacy parameter epsilon of one fit, > 0.
+    delta : float, default=1e-5
+        Privacy parameter delta of one fit, in (0, 1) for the Gaussian-type
+        mechanisms.
+    mechanism : {"auto", "analyze_gauss", "inid_gaussian", "mvg", "r1smg"}, \
+            default="auto"
+        Noise for the second-moment matrix:
+
+        - ``"analyze_gauss"``: Analyze Gauss (Dwork et al. 2014), i.e. the
+          core's ``"analytic_gaussian"`` on the symmetric query (exact
+          Balle-Wang calibration, i.i.d. noise on the upper triangle).
+        - ``"inid_gaussian"``: optimal non-identical Gaussian scales for the
+          per-entry sensitivity profile (seed 002, Theorem 4). Valid but
+          worse than ``"analyze_gauss"`` for rows in an l2 ball.
+        - ``"mvg"``: matrix-variate Gaussian (seed 001), symmetrised.
+        - ``"r1smg"``: rank-1 singular Gaussian (seed 000). **Not DP** at its
+          published calibration; warns :class:`~skdp.PrivacyGuaranteeWarning`.
+        - ``"auto"``: the verified core mechanism of least expected squared
+          error for this query (:func:`skdp.mechanisms.select`); in low
+          dimension this can be a pure-epsilon one such as ``"gamma_norm"``.
+    data_norm : float or None, default=None
+        Public bound ``R`` on the Euclidean norm of every row; longer rows
+        are scaled down to it. If None it is inferred from the data with a
+        :class:`~skdp.PrivacyLeakWarning` (this voids the guarantee) and
+        stored in ``data_norm_``.
+    centered : bool, default=False
+        If False, the mean is estimated privately from the same release
+        (no separate budget: the mean column of the augmented matrix) and
+        subtracted. If True, the caller asserts that ``X`` was centred using
+        **public** information only; no mean is estimated (``mean_`` is 0)
+        and the uncentred second moment ``X^T X / n`` is used.
+    whiten : bool, default=False
+        If True, ``transform`` divides the projections by
+        ``sqrt(explained_variance_)`` (floored at machine epsilon).
+    random_state : int, Generator, RandomState or None, default=None
+        Source of the noise. None draws fresh OS entropy.
+    accountant : object with a ``spend`` method or None, default=None
+        Optional privacy ledger charged ``(epsilon, delta)`` before any data
+        is read.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components_, n_features)
+        Principal axes (rows), by decreasing noisy eigenvalue, with the sign
+        convention that the largest-magnitude entry is positive.
+    explained_variance_ : ndarray of shape (n_components_,)
+        Noisy eigenvalues of the covariance estimate, clamped at 0
+        (post-processing: noise can make eigenvalues negative). When the mean
+        is estimated, the covariance uses the ``n - 1`` denominator like
+        :class:`sklearn.decomposition.PCA`.
+    explained_variance_ratio_ : ndarray of shape (n_components_,)
+        ``explained_variance_`` divided by the sum of all clamped eigenvalues.
+    singular_values_ : ndarray of shape (n_components_,)
+        ``sqrt(explained_variance_ * (n - 1))`` (``n`` if ``centered``).
+    mean_ : ndarray of shape (n_features,)
+        Noisy mean (``centered=False``) or zeros (``centered=True``).
+    noise_variance_ : float
+        Mean of the clamped eigenvalues not kept (0 if all are kept).
+    n_components_ : int
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Defined when X has string feature names.
+    data_norm_ : float
+        The row-norm bound used (``data_norm`` or the inferred value).
+    noise_spec_ : NoiseSpec
+        The calibrated noise of the release (mechanism, parameters, budget).
+    privacy_spent_ : PrivacyBudget
+        Budget spent by the last fit.
+
+    References
+    ----------
+    C. Dwork, K. Talwar, A. Thakurta, L. Zhang. "Analyze Gauss: optimal
+    bounds for privacy-preserving principal component analysis." STOC 2014.
+
+    B. Balle, Y.-X. Wang. "Improving the Gaussian mechanism for differential
+    privacy: analytical calibration and optimal denoising." ICML 2018.
+
+    T. Chanyaswad, A. Dytso, H. V. Poor, P. Mittal. "MVG mechanism:
+    differential privacy under matrix-valued query." CCS 2018.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdp.decomposition import PrivatePCA
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(5000, 3)) * [3.0, 1.0, 0.1]
+    >>> X /= np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True) / 10)
+    >>> pca = PrivatePCA(n_components=1, epsilon=1.0, data_norm=10.0,
+    ...                  mechanism="analyze_gauss", random_state=0).fit(X)
+    >>> np.abs(pca.components_[0]).argmax()
+    np.int64(0)
+    >>> pca.noise_spec_.mechanism
+    'analytic_gaussian'
+    """
+
+    _parameter_constraints = {
+        **PrivateEstimatorMixin._privacy_parameter_constraints,
+        "n_components": [
+            None,
+            Interval(Integral, 1, None, closed="left"),
+            Interval(Real, 0, 1, closed="neither"),
+        ],
+        "mechanism": [StrOptions(set(_MECHANISMS))],
+        "centered": ["boolean"],
+        "whiten": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        n_components=None,
+        *,
+        epsilon=1.0,
+        delta=1e-5,
+        mechanism="auto",
+        data_norm=None,
+        centered=False,
+        whiten=False,
+        random_state=None,
+        accountant=None,
+    ):
+        self.n_components = n_components
+        self.epsilon = epsilon
+        self.delta = delta
+        self.mechanism = mechanism
+        self.data_norm = data_norm
+        self.centered = centered
+        self.whiten = whiten
+        self.random_state = random_state
+        self.accountant = accountant
+
+    # ------------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Fit the private PCA model on X.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        self : PrivatePCA
+        """
+        self._fit(X)
+        return self
+
+    def fit_transform(self, X, y=None):
+        """Fit on X and return its projection (same as ``fit(X).transform(X)``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        X_new : ndarray of shape (n_samples, n_components_)
+        """
+        return self.fit(X).transform(X)
+
+    def _fit(self, X):
+        budget = self._charge_budget()
+        X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=1)
+        n, d = X.shape
+        n_components = self.n_components
+        if isinstance(n_components, Integral) and n_components > d:
+            raise ValueError(
+                f"n_components={n_components} must be at most n_features={d}."
+            )
+        R = check_data_norm(X, self.data_norm, estimator=self)
+        self.data_norm_ = R
+        c = 0.0 if self.centered else _MEAN_WEIGHT * R
+
+        query = _gram_query(n, d, R, c)
+        spec = calibrate(query, budget.epsilon, budget.delta, mechanism=_MECHANISMS[self.mechanism])
+        rng = check_generator(self.random_state)
+        noisy = spec.privatize(_clipped_gram(X, R, c), random_state=rng)
+        noisy = (noisy + noisy.T) / 2.0  # post-processing; no-op for symmetric noise
+        self.noise_spec_ = spec
+
+        # ---- post-processing of the single release ----
+        if self.centered:
+            mean = np.zeros(d)
+            cov = noisy
+            dof = n
+        else:
+            mean = noisy[:d, d] / c
+            cov = noisy[:d, :d] - np.outer(mean, mean)
+            dof = max(n - 1, 1)
+            cov = cov * (n / dof)
+        evals, evecs = np.linalg.eigh(cov)
+        order = np.argsort(evals)[::-1]
+        evals = np.maximum(evals[order], 0.0)  # clamp: post-processing
+        components = _svd_flip_rows(evecs[:, order].T)
+
+        total = evals.sum()
+        ratio = evals / total if total > 0 else np.zeros_like(evals)
+        if n_components is None:
+            k = d
+        elif isinstance(n_components, Integral):
+            k = int(n_components)
+        else:
+            k = int(np.searchsorted(np.cumsum(ratio), n_components, side="right") + 1)
+            k = min(k, d)
+
+        self.mean_ = mean
+        self.components_ = components[:k]
+        self.explained_variance_ = evals[:k]
+        self.explained_variance_ratio_ = ratio[:k]
+        self.singular_values_ = np.sqrt(evals[:k] * dof)
+        self.noise_variance_ = float(evals[k:].mean()) if k < d else 0.0
+        self.n_components_ = k
+        self.n_samples_ = n
+        return self
+
+    # ------------------------------------------------------------------
+    def _whiten_scale(self):
+        scale = np.sqrt(self.explained_variance_)
+        return np.maximum(scale, np.finfo(float).eps)
+
+    def transform(self, X):
+        """Project X on the private principal axes.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        X_new : ndarray of shape (n_samples, n_components_)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        Xt = (X - self.mean_) @ self.components_.T
+        if self.whiten:
+            Xt /= self._whiten_scale()
+        return Xt
+
+    def inverse_transform(self, X):
+        """Map projections back to the input space.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_components_)
+
+        Returns
+        -------
+        X_original : ndarray of shape (n_samples, n_features_in_)
+        """
+        check_is_fitted(self)
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != self.n_components_:
+            raise ValueError(
+                f"X must have shape (n_samples, {self.n_components_}), got {X.shape}."
+            )
+        if self.whiten:
+            X = X * self._whiten_scale()
+        return X @ self.components_ + self.mean_
+
+    def get_covariance(self):
+        """Covariance of the probabilistic PCA model built from the private fit.
+
+        ``components_.T @ diag(explained_variance_ - noise_variance_) @
+        components_ + noise_variance_ * I`` (post-processing only).
+
+        Returns
+        -------
+        cov : ndarray of shape (n_features, n_features)
+        """
+        check_is_fitted(self)
+        V = self.components_
+        ev = np.maximum(self.explained_variance_ - self.noise_variance_, 0.0)
+        cov = (V.T * ev) @ V
+        cov.flat[:: cov.shape[0] + 1] += self.noise_variance_
+        return cov
+
+    @property
+    def _n_features_out(self):
+        return self.components_.shape[0]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64"]
+        return tags
