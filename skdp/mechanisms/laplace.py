@@ -264,7 +264,7 @@ class InidLaplace(_PureMechanism):
     Privacy. Given a sensitivity profile ``lambda`` (``|d_i| <= lambda_i`` for
     every replace-one difference ``d`` of the released coordinates), the
     privacy loss of independent ``Laplace(0, beta_i)`` noise satisfies, for
-    every noise value ``t``,
+    every noise value ``t``::
 
         log p(t) - log p(t + d) = sum_i (|t_i + d_i| - |t_i|) / beta_i
                                 <= sum_i |d_i| / beta_i <= sum_i lambda_i / beta_i,

@@ -18,7 +18,7 @@ the public domain), and
 **Theorem 2 (any query).** With
 ``alpha = (H_r + H_{r,1/2}) gamma^2 + 2 H_r gamma s2`` and
 ``beta = 2 (m n)^{1/4} zeta(delta) H_r s2``, the mechanism is
-(epsilon, delta)-DP if
+(epsilon, delta)-DP if::
 
     ||Sigma^{-1}||_F ||Psi^{-1}||_F <= phi_max^2,
     phi_max = (-beta + sqrt(beta^2 + 8 alpha epsilon)) / (2 alpha)

@@ -1,6 +1,6 @@
 """Spherical noise with a half-normal radius: R1SMG and product noise (UNVERIFIED).
 
-Two published mechanisms add noise of the form
+Two published mechanisms add noise of the form::
 
     n = s * R * v,   R = |N(0, 1)| (or a signed N(0, 1)),   v uniform on S^(M-1),
 

@@ -1,0 +1,60 @@
+"""The documentation builds without a single warning (``sphinx-build -W``)."""
+
+import os
+import re
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "doc"
+
+# Public names that the API reference must document (an HTML anchor with
+# the fully qualified name must exist), besides everything in skdp.__all__.
+CORE_NAMES = [
+    "skdp.audit.audit_spec",
+    "skdp.audit.audit_samples",
+    "skdp.audit.AuditResult",
+    "skdp.audit.clopper_pearson",
+    "skdp.model_selection.PrivateGridSearchCV",
+]
+# Exported estimators left out of doc/api.rst until their docstrings build
+# under -W (see the PENDING note at the end of doc/api.rst).
+PENDING = {"PrivateHuberSVM", "PrivatePCA"}
+
+
+def test_docs_build_without_warnings(tmp_path):
+    pytest.importorskip("sphinx")
+    pytest.importorskip("numpydoc")
+    import skdp
+    import skdp.mechanisms
+
+    out = tmp_path / "html"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    proc = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", "-q",
+         "-d", str(tmp_path / "doctrees"), str(DOC), str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-5000:]
+    for page in ("index", "getting_started", "privacy_model", "mechanisms", "seed_claims", "api"):
+        assert (out / f"{page}.html").is_file(), page
+    html = "".join((out / f"{page}.html").read_text(encoding="utf-8")
+                   for page in ("api", "mechanisms"))
+    names = CORE_NAMES + [f"skdp.mechanisms.{n}" for n in skdp.mechanisms.__all__]
+    missing = [n for n in names if f'id="{n}"' not in html]
+    assert not missing, f"not documented in doc/api.rst or doc/mechanisms.rst: {missing}"
+    # everything exported by skdp, under skdp.<name> or its public module
+    anchors = set(re.findall(r'id="(skdp\.[\w.]+)"', html))
+    for name in skdp.__all__:
+        if isinstance(getattr(skdp, name), types.ModuleType) or name in PENDING:
+            continue
+        assert any(a == f"skdp.{name}" or a.endswith(f".{name}") for a in anchors), name
+    # every registered mechanism class is documented with its derivation
+    for name in skdp.mechanisms.available_mechanisms():
+        cls = type(skdp.mechanisms.get_mechanism(name))
+        assert f'id="{cls.__module__}.{cls.__qualname__}"' in html, cls
