@@ -166,8 +166,8 @@ References
 from numbers import Integral, Real
 
 import numpy as np
-from scipy import integrate, optimize, stats
-from scipy.special import expit
+from scipy import integrate, optimize
+from scipy.special import expit, gammaln
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -313,10 +313,13 @@ def amp_noise_delta(a, epsilon, m):
     """
     a, epsilon = float(a), float(epsilon)
     rho_star = max(0.0, (epsilon - 0.5 * a * a) / a)
-    dist = stats.chi(m)
+    log_norm = (0.5 * m - 1.0) * np.log(2.0) + gammaln(0.5 * m)
 
-    def integrand(r):
-        return -np.expm1(epsilon - a * r - 0.5 * a * a) * dist.pdf(r)
+    def integrand(r):  # chi_m density written out (faster than scipy.stats in quad)
+        if r <= 0.0:
+            return 0.0
+        log_pdf = (m - 1) * np.log(r) - 0.5 * r * r - log_norm
+        return -np.expm1(epsilon - a * r - 0.5 * a * a) * np.exp(log_pdf)
 
     hi = max(rho_star, np.sqrt(m)) + 60.0
     val, _ = integrate.quad(integrand, rho_star, hi, epsabs=0.0, epsrel=1e-10, limit=200)
@@ -324,19 +327,27 @@ def amp_noise_delta(a, epsilon, m):
 
 
 def amp_noise_sigma(epsilon, delta, sensitivity, m, rtol=1e-10):
-    """Smallest ``sigma_1`` (safe side) with ``amp_noise_delta(sensitivity/sigma_1, eps, m) <= delta``."""
-    lo, hi = 1e-3, 1.0  # bracket on a = sensitivity / sigma
-    while amp_noise_delta(hi, epsilon, m) <= delta:
+    """Smallest ``sigma_1`` (safe side) with ``amp_noise_delta(sensitivity/sigma_1, eps, m) <= delta``.
+
+    Brent's method on ``log delta(a)`` (increasing in ``a = sensitivity / sigma``),
+    then ``a`` is nudged down until the condition holds, so the returned sigma
+    always satisfies it.
+    """
+    log_target = np.log(delta)
+
+    def f(a):
+        val = amp_noise_delta(a, epsilon, m)
+        return (np.log(val) if val > 0 else -np.inf) - log_target
+
+    lo, hi = 0.5, 1.0
+    while f(hi) <= 0:
         lo, hi = hi, hi * 2.0
-    while amp_noise_delta(lo, epsilon, m) > delta:
+    while f(lo) > 0:
         lo, hi = lo / 2.0, lo
-    while hi - lo > rtol * lo:
-        mid = 0.5 * (lo + hi)
-        if amp_noise_delta(mid, epsilon, m) <= delta:
-            lo = mid
-        else:
-            hi = mid
-    return float(sensitivity) / lo
+    a = optimize.brentq(f, lo, hi, rtol=rtol) if f(lo) < 0 else lo
+    while f(a) > 0:
+        a *= 1.0 - rtol
+    return float(sensitivity) / a
 
 
 def amp_epsilon_fraction(epsilon):
