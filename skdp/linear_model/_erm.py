@@ -379,6 +379,11 @@ def _objective_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma,
     beta = loss.curvature * R**2
     eps2, eps1 = _OUT_FRAC * eps, (1.0 - _OUT_FRAC) * eps
     pure = _is_pure(mechanism, delta)
+    if not pure and delta == 0:
+        raise ValueError(
+            f"mechanism {mechanism!r} is not pure: objective perturbation with it needs "
+            "delta > 0 (use delta > 0, or a pure mechanism such as 'gamma_norm' for delta = 0)."
+        )
     if pure:
         delta1 = delta2 = 0.0
     else:
