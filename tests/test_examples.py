@@ -48,3 +48,28 @@ def test_plot_mechanism_comparison(tmp_path):
     for ln in audit_lines:
         expected = "no violation found" if ln.startswith("analytic_gaussian") else "CERTIFIED VIOLATION"
         assert ln.endswith(expected), ln
+
+
+def test_headline_demo(tmp_path):
+    """README's main command: the demo prints its table and saves its figure."""
+    pytest.importorskip("matplotlib")
+    env = dict(os.environ, MPLBACKEND="Agg")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLES / "demo.py"), "--repeats", "1", "--out", str(tmp_path)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = proc.stdout
+    for name in ("PrivateLogisticRegression", "PrivateHuberSVM", "PrivatePCA", "PrivateOLS"):
+        assert out.count(name) == 4, name  # one row per epsilon
+    _assert_png(tmp_path / "skdp_demo.png")
+
+
+def test_gridsearch_ledger_example(tmp_path):
+    pytest.importorskip("matplotlib")
+    proc = _run_example("plot_gridsearch_ledger.py", tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "13 fits recorded" in proc.stdout
+    assert "total cost eps=3 delta=0" in proc.stdout
+    _assert_png(tmp_path / "gridsearch_ledger.png")
