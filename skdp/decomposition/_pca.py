@@ -236,17 +236,17 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
 
     Attributes
     ----------
-    components_ : ndarray of shape (n_components_, n_features)
+    components_ : ndarray of shape (n_components, n_features)
         Principal axes (rows), by decreasing noisy eigenvalue, with the sign
         convention that the largest-magnitude entry is positive.
-    explained_variance_ : ndarray of shape (n_components_,)
+    explained_variance_ : ndarray of shape (n_components,)
         Noisy eigenvalues of the covariance estimate, clamped at 0
         (post-processing: noise can make eigenvalues negative). When the mean
         is estimated, the covariance uses the ``n - 1`` denominator like
         :class:`sklearn.decomposition.PCA`.
-    explained_variance_ratio_ : ndarray of shape (n_components_,)
+    explained_variance_ratio_ : ndarray of shape (n_components,)
         ``explained_variance_`` divided by the sum of all clamped eigenvalues.
-    singular_values_ : ndarray of shape (n_components_,)
+    singular_values_ : ndarray of shape (n_components,)
         ``sqrt(explained_variance_ * (n - 1))`` (``n`` if ``centered``).
     mean_ : ndarray of shape (n_features,)
         Noisy mean (``centered=False``) or zeros (``centered=True``).
@@ -254,7 +254,7 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
         Mean of the clamped eigenvalues not kept (0 if all are kept).
     n_components_ : int
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (n_features_in,)
         Defined when X has string feature names.
     data_norm_ : float
         The row-norm bound used (``data_norm`` or the inferred value).

@@ -33,7 +33,7 @@ Objective (``lambda`` tied to ``C``)::
 Multiplying by ``n C`` gives scikit-learn's ``C sum loss + 1/2 ||W||^2``, so
 ``C`` means what it means in :class:`sklearn.linear_model.LogisticRegression`
 (except that the intercept is penalised too). Losses of ``z = y <w, u>``:
-``log(1 + e^-z)`` (logistic) and the Huber hinge (Chaudhuri et al. 2011,
+``log(1 + e^-z)`` (logistic) and the Huber hinge (Chaudhuri et al. 2011 [1]_,
 eq. 7; seed 004 section 3.1 with the ``/h`` the paper's print drops). Both have
 ``|loss'| <= 1`` (so ``loss(y <w, u>)`` is ``R``-Lipschitz in ``w``) and
 ``0 <= loss'' <= c`` with ``c = 1/4`` (logistic) and ``c = 1/(2h)`` (Huber);
@@ -93,7 +93,7 @@ and it lies in the fixed subspace spanned (per class block) by ``u`` and
   of the core (``gamma_norm``: density ``exp(-||b|| / s)``) calibrated for
   ``Delta_obj`` at ``eps_3``; its density ratio is at most ``e^eps_3``
   pointwise, so ``W*`` is ``(eps_3 + eps_J)``-DP.
-* ``delta > 0`` (approximate minima perturbation, Iyengar et al. 2019,
+* ``delta > 0`` (approximate minima perturbation, Iyengar et al. 2019 [2]_,
   Alg. 1): Gaussian ``b ~ N(0, sigma_1^2 I)``. The noise log-ratio at ``W``
   is ``(2 <b, v> + ||v||^2) / (2 sigma_1^2) <= rho a + a^2 / 2`` with
   ``a = Delta_obj / sigma_1`` and ``rho = ||P b|| / sigma_1 ~ chi_m`` (``P``
@@ -104,7 +104,7 @@ and it lies in the fixed subspace spanned (per class block) by ``u`` and
 
   (:func:`amp_noise_delta`), and ``sigma_1`` is the smallest value with
   ``delta_1 <= delta_1``-budget. This replaces the Gaussian tail bounds of
-  Kifer et al. / Iyengar et al. by an exact expectation of the bound; the
+  Kifer et al. [3]_ / Iyengar et al. by an exact expectation of the bound; the
   core samples the noise (``analytic_gaussian`` with the effective
   sensitivity ``sigma_1 mu0(eps_3, delta_1)``, which makes its sigma
   exactly ``sigma_1``).
@@ -127,7 +127,8 @@ extra regularisation is ``Lambda_x = max(0, beta / (n (e^(eps_J/K) - 1)) - lambd
 
 Gradient perturbation (DP-GD / DP-SGD)
 --------------------------------------
-Per-example gradients of the loss part, ``G_i = a_i u_i^T`` with
+As in DP-SGD (Abadi et al. 2016 [4]_), per-example gradients of the loss
+part, ``G_i = a_i u_i^T`` with
 ``a_ik = y_ik loss'(z_ik)``, are clipped to Frobenius norm ``clip``
 (default ``sqrt(K) R``, which they never exceed); the regulariser's gradient
 ``lambda W`` is data-free. The sum of clipped gradients changes by at most
@@ -139,7 +140,7 @@ Per-example gradients of the loss part, ``G_i = a_i u_i^T`` with
   ``sigma`` is the core's analytic Gaussian for l2 sensitivity
   ``2 clip sqrt(T)`` at (epsilon, delta) -- exact.
 * Poisson subsampling at rate ``q = batch_size / n``: the noise multiplier is
-  found with Google's ``dp-accounting`` RDP accountant under add/remove
+  found with Google's ``dp-accounting`` RDP accountant [5]_ under add/remove
   (sensitivity ``clip``) at ``(eps/2, delta/(1+e^(eps/2)))`` and converted to
   replace-one by group privacy (:mod:`skdp._accounting`).
 * A named pure mechanism (``delta = 0``) or any other named mechanism: basic

@@ -10,10 +10,10 @@ __all__ = ["PrivateHuberSVM"]
 
 
 class PrivateHuberSVM(_BasePrivateLinearClassifier):
-    r"""Linear SVM with the Huber hinge loss and (epsilon, delta)-differential privacy.
+    """Linear SVM with the Huber hinge loss and (epsilon, delta)-differential privacy.
 
     Minimises ``(1/n) sum_i l_h(y_i <w, u_i>) + (lambda/2) ||w||^2`` with
-    ``lambda = 1/(n C)`` and the Huber hinge (Chaudhuri et al. 2011, eq. 7)
+    ``lambda = 1/(n C)`` and the Huber hinge (Chaudhuri et al. 2011, eq. 7)::
 
         l_h(z) = 1 - z                                if 1 - z > h,
                  0                                    if 1 - z < -h,
