@@ -25,7 +25,8 @@ class Mechanism:
     """Base class of every noise mechanism of the core.
 
     Subclasses set ``name``, ``verified``, ``pure`` (True when the mechanism
-    gives pure epsilon-DP, delta = 0 allowed) and implement
+    gives pure epsilon-DP, delta = 0 allowed), ``needs_profile`` (True when
+    it only answers queries with a sensitivity profile) and implement
     :meth:`_check_applicable`, :meth:`_calibrate` and :meth:`_sample`.
 
     Attributes
@@ -44,12 +45,13 @@ class Mechanism:
     name = None
     verified = True
     pure = False
+    needs_profile = False
     failure = ""
 
     # -- to implement ---------------------------------------------------
     def _check_applicable(self, query, epsilon, delta):
         """Return None if the mechanism can answer, else a reason string."""
-        raise NotImplementedError
+        return None
 
     def _calibrate(self, query, epsilon, delta):
         """Return (params: dict, expected_squared_error: float)."""
@@ -64,6 +66,8 @@ class Mechanism:
         """Reason why this mechanism cannot answer the query, or None."""
         if delta == 0 and not self.pure:
             return f"{self.name} needs delta > 0"
+        if self.needs_profile and query.sensitivity_profile is None:
+            return "it needs a per-coordinate sensitivity profile"
         return self._check_applicable(query, epsilon, delta)
 
     def calibrate(self, query, epsilon, delta, *, warn=True):

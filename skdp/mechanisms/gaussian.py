@@ -112,10 +112,6 @@ def classic_gaussian_sigma(epsilon, delta, l2_sensitivity=1.0):
     return float(l2_sensitivity) * np.sqrt(2.0 * np.log(1.25 / delta)) / epsilon
 
 
-def _released_weights(query):
-    return query.squared_error_weights()
-
-
 class _IIDGaussian(Mechanism):
     pure = False
 
@@ -129,7 +125,7 @@ class _IIDGaussian(Mechanism):
 
     def _calibrate(self, query, epsilon, delta):
         sigma = self._sigma(epsilon, delta, query.l2_bound)
-        mse = sigma**2 * float(np.sum(_released_weights(query)))
+        mse = sigma**2 * float(np.sum(query.squared_error_weights()))
         return {"sigma": sigma, "l2_sensitivity": query.l2_bound}, mse
 
     def _sample(self, spec, rng):
@@ -196,15 +192,11 @@ class InidGaussian(Mechanism):
 
     name = "inid_gaussian"
     pure = False
-
-    def _check_applicable(self, query, epsilon, delta):
-        if query.sensitivity_profile is None:
-            return "it needs a per-coordinate sensitivity profile"
-        return None
+    needs_profile = True
 
     def _calibrate(self, query, epsilon, delta):
         lam = query.released_profile()
-        w = _released_weights(query)
+        w = query.squared_error_weights()
         mu0 = analytic_gaussian_mu(epsilon, delta)
         sw = np.sqrt(w)
         total = float(np.dot(lam, sw))

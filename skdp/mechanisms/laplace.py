@@ -240,10 +240,7 @@ class Laplace(_PureMechanism):
     (seed 002, Table I: ``2 K Delta_1^2 / epsilon^2`` when all ``w_i = 1``).
     """
 
-    name = "laplace"
-
-    def _check_applicable(self, query, epsilon, delta):
-        return None  # every Query implies an l1 bound
+    name = "laplace"  # applies to every Query: each one implies an l1 bound
 
     def _calibrate(self, query, epsilon, delta):
         l1 = query.l1_bound
@@ -303,11 +300,7 @@ class InidLaplace(_PureMechanism):
     """
 
     name = "inid_laplace"
-
-    def _check_applicable(self, query, epsilon, delta):
-        if query.sensitivity_profile is None:
-            return "it needs a per-coordinate sensitivity profile"
-        return None
+    needs_profile = True
 
     def _calibrate(self, query, epsilon, delta):
         lam = query.released_profile()
