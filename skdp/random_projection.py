@@ -35,6 +35,13 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
     data onto them (``transform`` outputs are functions of the rows given to
     it and carry no privacy of their own).
 
+    The sketch is drawn without materialising ``G``: its rows are i.i.d.
+    ``N(0, X^T X + sigma^2 I)``, so ``Z F / sqrt(r)`` with ``Z`` an
+    ``r x d`` standard normal matrix and ``F^T F = X^T X + sigma^2 I`` has
+    exactly the distribution of ``G [X; sigma I] / sqrt(r)`` (see
+    :func:`skdp.mechanisms.ndis.gaussian_sketch`); cost ``O(n d^2 + r d^2)``
+    instead of ``O(r n d)``, memory ``O(chunk_size d + r d)``.
+
     Noise scale (replace-one neighbours, n public): rows are clipped to
     ``l = data_norm``; ``sigma = l * rp_noise_multiplier(eps, delta, r)``,
     the exact calibration of :func:`skdp.mechanisms.ndis.rp_replace_delta`:
@@ -62,7 +69,7 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
     random_state : None, int or Generator
     accountant : ledger or None
     chunk_size : int, default=10000
-        Rows of X per sketch chunk (memory ``O(r * chunk_size)``).
+        Rows of X per chunk of the Gram accumulation.
 
     Attributes
     ----------

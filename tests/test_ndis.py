@@ -253,9 +253,42 @@ def test_rp_replace_multiplier_is_safe_and_tight():
     assert rp_replace_delta(eps, 1 / s**2 * (1 + 1e-4), r) > delta
 
 
-def test_gaussian_sketch_moments_and_shape():
+@pytest.mark.parametrize("algorithm", ["gram", "explicit"])
+def test_gaussian_sketch_moments_and_shape(algorithm):
     rng = np.random.default_rng(7)
     X = rng.standard_normal((50, 3))
-    S = gaussian_sketch(X, 20000, sigma=2.0, random_state=0, chunk_size=7)
+    S = gaussian_sketch(X, 20000, sigma=2.0, random_state=0, chunk_size=7, algorithm=algorithm)
     assert S.shape == (20000, 3)
     np.testing.assert_allclose(S.T @ S / 20000, X.T @ X + 4.0 * np.eye(3), rtol=0.05, atol=2.0)
+
+
+@pytest.mark.parametrize("sigma", [0.0, 0.7])
+def test_gaussian_sketch_samplers_have_the_same_distribution(sigma):
+    """Rows of G [X; sigma I] are i.i.d. N(0, X^T X + sigma^2 I), whichever sampler.
+
+    Closed form: every fixed projection ``S u`` of a sketch row is
+    ``N(0, u^T M u)``; a Kolmogorov-Smirnov test of the standardised
+    projections against N(0, 1) for both samplers, including a singular
+    ``M`` (sigma = 0, rank-1 X), and the two samplers against each other.
+    """
+    from scipy import stats
+
+    rng = np.random.default_rng(11)
+    X = np.outer(rng.standard_normal(40), [1.0, -2.0, 0.5]) if sigma == 0 else rng.standard_normal((40, 3))
+    M = X.T @ X + sigma**2 * np.eye(3)
+    u = np.array([0.3, 1.0, -0.4])
+    proj = {}
+    for alg in ("gram", "explicit"):
+        S = gaussian_sketch(X, 20000, sigma, random_state=5, chunk_size=9, algorithm=alg)
+        proj[alg] = S @ u / np.sqrt(u @ M @ u)
+        assert stats.kstest(proj[alg], "norm").pvalue > 1e-3
+    assert stats.ks_2samp(proj["gram"], proj["explicit"]).pvalue > 1e-3
+    if sigma == 0:  # the singular case stays in the row space of X
+        S = gaussian_sketch(X, 50, 0.0, random_state=1)
+        w = np.cross([1.0, -2.0, 0.5], [0.0, 0.0, 1.0])
+        np.testing.assert_allclose(S @ w, 0.0, atol=1e-8 * np.abs(S).max())
+
+
+def test_gaussian_sketch_rejects_unknown_algorithm():
+    with pytest.raises(ValueError, match="algorithm"):
+        gaussian_sketch(np.eye(2), 3, algorithm="fast")

@@ -26,9 +26,9 @@ X0 = np.array([[0.0, 0.0], [L_NORM, 0.0]])  # D  = [0; l e1]
 X1 = np.array([[0.0, 0.0], [0.0, L_NORM]])  # D' = [0; l e2]
 
 
-def _sketch_samples(X, sigma, n, seed):
+def _sketch_samples(X, sigma, n, seed, algorithm="gram"):
     # the sketch rows are i.i.d. given X: one sketch with n * R rows gives n releases
-    S = gaussian_sketch(X, R * n, sigma, random_state=seed, chunk_size=7)
+    S = gaussian_sketch(X, R * n, sigma, random_state=seed, chunk_size=7, algorithm=algorithm)
     return S.reshape(n, R * X.shape[1])
 
 
@@ -53,17 +53,18 @@ def test_exact_ndis_of_worst_pair_is_at_most_delta():
     assert exact == pytest.approx(rp_replace_delta(EPS, L_NORM**2 / sigma**2, R), abs=1e-9)
 
 
-def test_audit_rp_sketch_passes_and_has_power():
+@pytest.mark.parametrize("algorithm", ["gram", "explicit"])
+def test_audit_rp_sketch_passes_and_has_power(algorithm):
     sigma = L_NORM * rp_noise_multiplier(EPS, DELTA, R)
     n = 200_000
-    Y0, Y1 = _sketch_samples(X0, sigma, n, 1), _sketch_samples(X1, sigma, n, 2)
+    Y0, Y1 = _sketch_samples(X0, sigma, n, 1, algorithm), _sketch_samples(X1, sigma, n, 2, algorithm)
     res = audit_samples(Y0, Y1, EPS, DELTA, centers=(np.zeros(4), np.zeros(4)),
                         log_density=(_log_density(X0, sigma), _log_density(X1, sigma)))
     assert res.passed, (res.delta_lower_bound, res.event)
     # power: the same mechanism with half the noise violates (eps, delta)
     half = sigma / 2
     assert _pair_delta(half) > 2 * DELTA
-    Y0, Y1 = _sketch_samples(X0, half, n, 3), _sketch_samples(X1, half, n, 4)
+    Y0, Y1 = _sketch_samples(X0, half, n, 3, algorithm), _sketch_samples(X1, half, n, 4, algorithm)
     bad = audit_samples(Y0, Y1, EPS, DELTA, centers=(np.zeros(4), np.zeros(4)),
                         log_density=(_log_density(X0, half), _log_density(X1, half)))
     assert not bad.passed

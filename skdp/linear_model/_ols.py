@@ -97,6 +97,10 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         for **replace-one** neighbours: the exact rank-2 spectrum of
         :func:`skdp.mechanisms.ndis.rp_replace_delta` at ``L = R^2/sigma^2``
         (the paper's ``sigma = l/sqrt(lbar)`` covers add/remove only).
+        The sketch is sampled as ``Z_r F`` with ``F^T F = Z^T Z + sigma^2 I``
+        (same distribution as ``G [Z; sigma I]``, see
+        :func:`skdp.mechanisms.ndis.gaussian_sketch`), in
+        ``O(n p^2 + r p^2)`` time.
     ``"ssp"`` (verified)
         Sufficient statistics perturbation: release the symmetric
         ``(p+1) x (p+1)`` matrix ``A = Z^T Z`` (it holds ``X^T X`` and ``X^T y``)
@@ -171,7 +175,7 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         branch depends on the private data: this is **NOT** differential
         privacy; a PrivacyGuaranteeWarning is emitted.
     chunk_size : int, default=10000
-        Rows per chunk for sketches.
+        Rows per chunk of the Gram / leverage accumulation.
 
     Attributes
     ----------

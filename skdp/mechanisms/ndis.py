@@ -617,15 +617,36 @@ def ls_noise_multiplier(epsilon, delta, r, d):
 # ---------------------------------------------------------------------------
 # The sketch itself (the randomness of M_RP)
 # ---------------------------------------------------------------------------
-def gaussian_sketch(X, r, sigma=0.0, *, random_state=None, chunk_size=10_000):
-    """``G [X; sigma I_d]`` with ``G`` an ``r x (n + d)`` i.i.d. N(0, 1) matrix.
+def gaussian_sketch(X, r, sigma=0.0, *, random_state=None, chunk_size=10_000, algorithm="gram"):
+    """A draw of ``G [X; sigma I_d]`` with ``G`` an ``r x (n + d)`` i.i.d. N(0, 1) matrix.
 
     The Gaussian random projection of Lu et al. (2023), Figure 3 (``M_RP``):
     ``G_1 X + sigma G_2`` with independent ``G_1`` (r x n) and ``G_2``
-    (r x d). ``G_1`` is generated and applied in row chunks of ``X``, so
-    memory is ``O(r * chunk_size + r d)``, not ``O(r n)``. Privacy is
-    invariant to the entry variance of ``G``; utility code divides by
-    ``sqrt(r)``.
+    (r x d). Privacy is invariant to the entry variance of ``G``; utility
+    code divides by ``sqrt(r)``.
+
+    Two samplers of the *same distribution*:
+
+    * ``algorithm="gram"`` (default): row ``i`` of ``G [X; sigma I]`` is
+      ``sum_j g_ij x_j + sigma h_i`` with independent standard normals, a
+      Gaussian vector with mean 0 and covariance
+      ``M = X^T X + sigma^2 I``; different rows use disjoint entries of
+      ``G`` and are independent. So the sketch is exactly distributed as
+      ``Z F`` with ``Z`` an ``r x d`` standard normal matrix and any ``F``
+      with ``F^T F = M`` (Cholesky factor ``F = L^T``; when ``M`` is singular,
+      ``sigma = 0``, the eigen-factor ``Lambda^{1/2} V^T``). The output
+      distribution, which is all that (eps, delta)-DP and the NDIS analysis
+      of ``M_RP`` depend on (the analysis itself is of the pair
+      ``N(0, M)^r`` vs ``N(0, M')^r``), is identical; the cost is
+      ``O(n d^2 + r d^2)`` instead of ``O(r n d)`` plus ``r n`` Gaussian
+      draws. ``X^T X`` is accumulated in row chunks.
+    * ``algorithm="explicit"``: ``G_1`` is generated and applied in row
+      chunks of ``X`` (memory ``O(r * chunk_size + r d)``), the literal
+      construction of the paper.
+
+    As with every floating-point mechanism, the released doubles are not
+    exactly the real-valued distribution (Mironov 2012); both samplers share
+    this caveat.
 
     Parameters
     ----------
@@ -636,6 +657,7 @@ def gaussian_sketch(X, r, sigma=0.0, *, random_state=None, chunk_size=10_000):
         Regularization scale (``0`` gives the plain, non-private projection).
     random_state : None, int or Generator
     chunk_size : int, default=10000
+    algorithm : {"gram", "explicit"}, default="gram"
 
     Returns
     -------
@@ -645,13 +667,41 @@ def gaussian_sketch(X, r, sigma=0.0, *, random_state=None, chunk_size=10_000):
     X = np.asarray(X, dtype=float)
     n, d = X.shape
     r = int(r)
+    chunk_size = int(chunk_size)
+    if algorithm == "gram":
+        M = float(sigma) ** 2 * np.eye(d)
+        for start in range(0, n, chunk_size):
+            block = X[start:start + chunk_size]
+            M += block.T @ block
+        return rng.standard_normal((r, d)) @ _psd_factor(M)
+    if algorithm != "explicit":
+        raise ValueError(f"algorithm must be 'gram' or 'explicit', got {algorithm!r}.")
     S = np.zeros((r, d))
-    for start in range(0, n, int(chunk_size)):
+    for start in range(0, n, chunk_size):
         block = X[start:start + chunk_size]
         S += rng.standard_normal((r, block.shape[0])) @ block
     if sigma > 0:
         S += float(sigma) * rng.standard_normal((r, d))
     return S
+
+
+def _psd_factor(M):
+    """``F`` with ``F^T F = M`` for a symmetric positive semi-definite ``M``.
+
+    The upper Cholesky factor when ``M`` is positive definite; otherwise the
+    eigen-factor ``diag(sqrt(lambda)) V^T`` with eigenvalues below the
+    rank tolerance ``d * eps_machine * lambda_max`` set to zero (they are
+    rounding errors of a singular Gram matrix; their square roots would
+    otherwise leak ~1e-8 relative mass out of the row space).
+    """
+    M = (M + M.T) / 2.0
+    try:
+        return linalg.cholesky(M, lower=False)
+    except linalg.LinAlgError:
+        lam, V = linalg.eigh(M)
+        tol = M.shape[0] * np.finfo(float).eps * max(float(lam[-1]), 0.0)
+        lam = np.where(lam > tol, lam, 0.0)
+        return np.sqrt(lam)[:, None] * V.T
 
 
 def least_squares_sample(Z, sigma, r, *, random_state=None):
