@@ -161,13 +161,9 @@ def test_large_r_overflow_regime_matches_mpmath():
     assert rp_delta(eps, 0.9, r) == pytest.approx(1.0, abs=1e-12)
 
 
-def test_ls_sigma_oracle_cancer():
-    assert ls_noise_multiplier(1.0, 1 / 2809, 300, 12) == pytest.approx(7.1488, abs=2e-4)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("n, r, d, ratio", [(327346, 1200, 2, 11.8039), (515345, 3000, 91, 15.0551)])
-def test_ls_sigma_oracles_slow(n, r, d, ratio):
+@pytest.mark.parametrize("n, r, d, ratio", [(2809, 300, 12, 7.1488), (327346, 1200, 2, 11.8039),
+                                            (515345, 3000, 91, 15.0551)])
+def test_ls_sigma_oracles(n, r, d, ratio):
     assert ls_noise_multiplier(1.0, 1 / n, r, d) == pytest.approx(ratio, abs=2e-4)
 
 
