@@ -44,8 +44,16 @@ def test_docs_build_without_warnings(tmp_path):
     for page in ("index", "getting_started", "privacy_model", "mechanisms", "estimators", "seed_claims",
                  "api"):
         assert (out / f"{page}.html").is_file(), page
-    html = "".join((out / f"{page}.html").read_text(encoding="utf-8")
-                   for page in ("api", "mechanisms"))
+    # one page per mechanism and per estimator
+    import skdp.mechanisms as mech
+
+    for name in mech.available_mechanisms():
+        assert (out / "mechanisms" / f"{name}.html").is_file(), name
+    for page in ("logistic_regression", "huber_svm", "ols", "pca", "random_projection", "grid_search",
+                 "ledgers"):
+        assert (out / "estimators" / f"{page}.html").is_file(), page
+    pages = [out / "api.html", out / "mechanisms.html", *sorted((out / "mechanisms").glob("*.html"))]
+    html = "".join(p.read_text(encoding="utf-8") for p in pages)
     names = CORE_NAMES + [f"skdp.mechanisms.{n}" for n in skdp.mechanisms.__all__]
     missing = [n for n in names if f'id="{n}"' not in html]
     assert not missing, f"not documented in doc/api.rst or doc/mechanisms.rst: {missing}"
