@@ -166,6 +166,8 @@ References
 
 from numbers import Integral, Real
 
+from functools import lru_cache
+
 import numpy as np
 from scipy import integrate, linalg, optimize
 from scipy.linalg import blas
@@ -389,6 +391,12 @@ def amp_noise_sigma(epsilon, delta, sensitivity, m, rtol=1e-10):
     return float(sensitivity) / a
 
 
+@lru_cache(maxsize=256)
+def _cached_amp_noise_sigma(epsilon, delta, sensitivity, m):
+    # a pure function of public scalars; the root search is half the fit time on small data
+    return amp_noise_sigma(epsilon, delta, sensitivity, m)
+
+
 def amp_epsilon_fraction(epsilon):
     """Iyengar et al. (2019) hyperparameter-free "strategy 1": share ``eps_3 / eps_1``."""
     epsilon = float(epsilon)
@@ -439,7 +447,7 @@ def _objective_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma,
         name2 = name
         sigma1 = None
     elif mechanism in ("auto", "analytic_gaussian"):
-        sigma1 = amp_noise_sigma(eps3, delta1, sens1, m)
+        sigma1 = _cached_amp_noise_sigma(float(eps3), float(delta1), float(sens1), int(m))
         eff = sigma1 * analytic_gaussian_mu(eps3, delta1)
         spec1 = calibrate(Query(shape=(K, p), l2_sensitivity=eff), eps3, delta1,
                           mechanism="analytic_gaussian")
