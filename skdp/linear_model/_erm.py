@@ -164,9 +164,8 @@ References
    sampled Gaussian mechanism". arXiv:1908.10530, 2019.
 """
 
-from numbers import Integral, Real
-
 from functools import lru_cache
+from numbers import Integral, Real
 
 import numpy as np
 from scipy import integrate, linalg, optimize
