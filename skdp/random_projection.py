@@ -4,7 +4,6 @@ from functools import lru_cache
 from numbers import Integral, Real
 
 import numpy as np
-from scipy import linalg
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
@@ -157,7 +156,7 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
         self.sketch_ = gaussian_sketch(X, r, self.sigma_, random_state=rng,
                                        chunk_size=self.chunk_size) / np.sqrt(r)
         self.sketch_size_ = r
-        _, s, Vt = linalg.svd(self.sketch_, full_matrices=False)
+        _, s, Vt = np.linalg.svd(self.sketch_, full_matrices=False)
         # deterministic sign: largest-magnitude entry of each component positive
         signs = np.sign(Vt[np.arange(Vt.shape[0]), np.argmax(np.abs(Vt), axis=1)])
         signs[signs == 0] = 1.0
