@@ -701,10 +701,12 @@ def _psd_factor(M):
     otherwise leak ~1e-8 relative mass out of the row space).
     """
     M = (M + M.T) / 2.0
+    # numpy.linalg (the BLAS pool of the Gram product) rather than scipy.linalg:
+    # two OpenBLAS thread pools contending on loaded cores cost up to seconds here
     try:
-        return linalg.cholesky(M, lower=False)
-    except linalg.LinAlgError:
-        lam, V = linalg.eigh(M)
+        return np.linalg.cholesky(M).T
+    except np.linalg.LinAlgError:
+        lam, V = np.linalg.eigh(M)
         tol = M.shape[0] * np.finfo(float).eps * max(float(lam[-1]), 0.0)
         lam = np.where(lam > tol, lam, 0.0)
         return np.sqrt(lam)[:, None] * V.T
