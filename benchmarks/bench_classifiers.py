@@ -1,22 +1,34 @@
 """Accuracy vs epsilon and fit time of the private linear classifiers.
 
-Datasets: ``make_classification`` (20000 rows, 100 features, 20 informative)
-and scikit-learn's bundled breast-cancer data; rows are scaled to unit norm
-(``data_norm=1``, a public bound). For breast cancer the features are first
-standardised with the training mean/std (non-private preprocessing, as in
-most DP benchmarks; state it when quoting the numbers).
+Datasets: ``make_classification`` (20000 rows, 100 features, 20 informative;
+``--quick``: 5000 x 20, 10 informative) and scikit-learn's bundled
+breast-cancer data; rows are scaled to unit norm (``data_norm=1``, a public
+bound). For breast cancer the features are first standardised with the
+training mean/std (non-private preprocessing, as in most DP benchmarks;
+state it when quoting the numbers).
 
 Hyperparameters are fixed a priori (no private tuning): output perturbation
 ``C = 0.01``; objective and gradient ``C = 0.1``; gradient route full-batch
 DP-GD with 100 steps. delta = 1e-5 for every route (objective -> AMP).
 
 Baselines: non-private ``LogisticRegression()`` and ``LinearSVC()`` with
-default settings. Fit-time ratios: median of 3 fits, private / sklearn
-``LogisticRegression`` on the 20000 x 100 data.
+default settings (rows with ``route = "non-private"`` and an empty epsilon).
+Accuracy: mean (and std) over ``n_repeats`` seeds (3; ``--quick``: 1).
+Fit time: median over the seeds of each private fit; ``x_sklearn_lr`` is
+its ratio to the median of 3 fits of scikit-learn's ``LogisticRegression``
+on the same data in the same process (compare ratios, not absolute times).
 
-Run: ``python benchmarks/bench_classifiers.py``.
+Writes ``benchmarks/results/classifiers.csv`` with columns
+``dataset, model, route, epsilon, delta, accuracy, accuracy_std, n_repeats,
+fit_s, x_sklearn_lr``.
+
+Run: ``python3 benchmarks/bench_classifiers.py [--quick]``.
 """
 
+import argparse
+import csv
+import os
+import sys
 import time
 import warnings
 
@@ -27,21 +39,29 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 
-from skdp.linear_model import PrivateHuberSVM, PrivateLogisticRegression
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout's skdp
+
+from skdp.linear_model import PrivateHuberSVM, PrivateLogisticRegression  # noqa: E402
 
 EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0)
+DELTA = 1e-5
 ROUTES = {"output": dict(C=0.01), "objective": dict(C=0.1), "gradient": dict(C=0.1, max_iter=100)}
+FIELDS = ["dataset", "model", "route", "epsilon", "delta", "accuracy", "accuracy_std", "n_repeats",
+          "fit_s", "x_sklearn_lr"]
+# results directory; the environment variable SKDP_BENCH_RESULTS overrides it (tests use a temp dir)
+RESULTS = os.environ.get("SKDP_BENCH_RESULTS") or os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                               "results")
 
 
 def _unit(X):
     return X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
 
 
-def datasets():
-    X, y = make_classification(n_samples=20000, n_features=100, n_informative=20,
-                               random_state=0)
+def datasets(quick=False):
+    n, d, k = (5000, 20, 10) if quick else (20000, 100, 20)
+    X, y = make_classification(n_samples=n, n_features=d, n_informative=k, random_state=0)
     Xtr, Xte, ytr, yte = train_test_split(_unit(X), y, test_size=0.25, random_state=0)
-    yield "synthetic 20000x100", Xtr, Xte, ytr, yte
+    yield f"synthetic {n}x{d}", Xtr, Xte, ytr, yte
     X, y = load_breast_cancer(return_X_y=True)
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0)
     sc = StandardScaler().fit(Xtr)
@@ -57,27 +77,72 @@ def _timed(make, X, y, reps=3):
     return model, float(np.median(times))
 
 
-def main(n_repeats=3):
-    warnings.simplefilter("ignore")
-    for name, Xtr, Xte, ytr, yte in datasets():
+def run(quick=False):
+    """Return the table rows (dicts with the keys ``FIELDS``)."""
+    n_repeats = 1 if quick else 3
+    rows = []
+    for name, Xtr, Xte, ytr, yte in datasets(quick):
         lr, t_lr = _timed(LogisticRegression, Xtr, ytr)
         svc, t_svc = _timed(LinearSVC, Xtr, ytr)
-        print(f"\n## {name}: non-private LogisticRegression {lr.score(Xte, yte):.4f} "
-              f"({t_lr * 1e3:.0f} ms), LinearSVC {svc.score(Xte, yte):.4f} ({t_svc * 1e3:.0f} ms)")
-        print("| model | route | " + " | ".join(f"eps={e}" for e in EPSILONS) + " | fit time / sklearn LR |")
-        print("|---|---|" + "---|" * (len(EPSILONS) + 1))
+        for model, est, t in (("LogisticRegression", lr, t_lr), ("LinearSVC", svc, t_svc)):
+            rows.append(dict(dataset=name, model=model, route="non-private", epsilon="", delta="",
+                             accuracy=est.score(Xte, yte), accuracy_std=0.0, n_repeats=1,
+                             fit_s=t, x_sklearn_lr=t / t_lr))
         for Cls in (PrivateLogisticRegression, PrivateHuberSVM):
             for route, kw in ROUTES.items():
-                accs = []
                 for eps in EPSILONS:
-                    acc = [Cls(epsilon=eps, delta=1e-5, perturbation=route, data_norm=1.0,
-                               random_state=r, **kw).fit(Xtr, ytr).score(Xte, yte)
-                           for r in range(n_repeats)]
-                    accs.append(np.mean(acc))
-                _, t = _timed(lambda: Cls(epsilon=1.0, delta=1e-5, perturbation=route,
-                                          data_norm=1.0, random_state=0, **kw), Xtr, ytr)
-                print(f"| {Cls.__name__} | {route} | " + " | ".join(f"{a:.4f}" for a in accs)
-                      + f" | {t / t_lr:.2f} |")
+                    accs, times = [], []
+                    for r in range(n_repeats):
+                        est = Cls(epsilon=eps, delta=DELTA, perturbation=route, data_norm=1.0,
+                                  random_state=r, **kw)
+                        t = time.perf_counter()
+                        est.fit(Xtr, ytr)
+                        times.append(time.perf_counter() - t)
+                        accs.append(est.score(Xte, yte))
+                    t = float(np.median(times))
+                    rows.append(dict(dataset=name, model=Cls.__name__, route=route, epsilon=eps,
+                                     delta=DELTA, accuracy=float(np.mean(accs)),
+                                     accuracy_std=float(np.std(accs)), n_repeats=n_repeats,
+                                     fit_s=t, x_sklearn_lr=t / t_lr))
+    return rows
+
+
+def print_tables(rows):
+    for name in dict.fromkeys(r["dataset"] for r in rows):
+        sub = [r for r in rows if r["dataset"] == name]
+        base = {r["model"]: r for r in sub if r["route"] == "non-private"}
+        lr, svc = base["LogisticRegression"], base["LinearSVC"]
+        print(f"\n## {name}: non-private LogisticRegression {lr['accuracy']:.4f} "
+              f"({lr['fit_s'] * 1e3:.0f} ms), LinearSVC {svc['accuracy']:.4f} ({svc['fit_s'] * 1e3:.0f} ms); "
+              f"private: mean accuracy over {sub[-1]['n_repeats']} seed(s), delta={DELTA}")
+        print("| model | route | " + " | ".join(f"eps={e}" for e in EPSILONS)
+              + " | fit time / sklearn LR (eps=1) |")
+        print("|---|---|" + "---|" * (len(EPSILONS) + 1))
+        for model in ("PrivateLogisticRegression", "PrivateHuberSVM"):
+            for route in ROUTES:
+                cells = {r["epsilon"]: r for r in sub if r["model"] == model and r["route"] == route}
+                print(f"| {model} | {route} | " + " | ".join(f"{cells[e]['accuracy']:.4f}" for e in EPSILONS)
+                      + f" | {cells[1.0]['x_sklearn_lr']:.2f} |")
+
+
+def write_csv(rows, path):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS)
+        w.writeheader()
+        w.writerows(rows)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small synthetic set, 1 seed (smoke run)")
+    args = parser.parse_args(argv)
+    warnings.simplefilter("ignore")
+    rows = run(quick=args.quick)
+    print_tables(rows)
+    path = os.path.join(RESULTS, "classifiers.csv")
+    write_csv(rows, path)
+    print(f"\nwrote {path}")
 
 
 if __name__ == "__main__":

@@ -9,16 +9,28 @@ mean; ``V`` = the ``k`` returned components as columns):
 * ``fit_s``: median wall-clock fit time; ``x_skl``: ratio to
   ``PCA(svd_solver="full")`` on the same data.
 
+Private entries: mean (and std) over 5 seeds (``--quick``: 1 seed, one timed
+fit, synthetic set 20000 x 200). The non-private baseline is the row with
+mechanism ``"sklearn PCA (non-private)"`` and an empty epsilon.
+
 Data sets (rows scaled to unit norm, so ``data_norm=1`` is a public bound):
 
 * ``digits``: scikit-learn's digits (1797 x 64), k = 10;
 * ``synthetic``: 100000 x 200, Gaussian with power-law spectrum
   ``s_j = j^-1`` in a random basis plus a mean offset, k = 10.
 
-Run: ``python benchmarks/bench_pca.py [--quick]``.
+Writes ``benchmarks/results/pca.csv`` with columns ``dataset, mechanism,
+epsilon, delta, captured, captured_std, of_total, fit_s, x_sklearn,
+noise_used`` (``noise_used``: the core mechanism actually used, or why the
+mechanism is not applicable; then the metric cells are empty).
+
+Run: ``python3 benchmarks/bench_pca.py [--quick]``.
 """
 
 import argparse
+import csv
+import os
+import sys
 import time
 import warnings
 
@@ -26,12 +38,19 @@ import numpy as np
 from sklearn.datasets import load_digits
 from sklearn.decomposition import PCA
 
-from skdp.decomposition import PrivatePCA
-from skdp.exceptions import PrivacyGuaranteeWarning
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout's skdp
+
+from skdp.decomposition import PrivatePCA  # noqa: E402
+from skdp.exceptions import PrivacyGuaranteeWarning  # noqa: E402
 
 EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0)
 MECHANISMS = ("auto", "analyze_gauss", "inid_gaussian", "mvg", "r1smg")
 DELTA = 1e-5
+FIELDS = ["dataset", "mechanism", "epsilon", "delta", "captured", "captured_std", "of_total", "fit_s",
+          "x_sklearn", "noise_used"]
+# results directory; the environment variable SKDP_BENCH_RESULTS overrides it (tests use a temp dir)
+RESULTS = os.environ.get("SKDP_BENCH_RESULTS") or os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                               "results")
 
 
 def unit_rows(X):
@@ -100,24 +119,43 @@ def run(name, X, k, seeds, time_repeats):
     return rows
 
 
-def main():
+def write_csv(rows, path):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(FIELDS)
+        for (ds, mech, eps, cap, sd, tot, t, ratio, used) in rows:
+            nonpriv = eps == "-"
+            cells = ["" if np.isnan(v) else v for v in (cap, sd, tot, t, ratio)]
+            w.writerow([ds, mech, "" if nonpriv else eps, "" if nonpriv else DELTA, *cells, used])
+
+
+def main(argv=None):
     parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true", help="fewer seeds and a smaller synthetic set")
-    args = parser.parse_args()
-    seeds = 2 if args.quick else 5
+    parser.add_argument("--quick", action="store_true",
+                        help="1 seed, 1 timed fit and a smaller synthetic set (smoke run)")
+    args = parser.parse_args(argv)
+    seeds = 1 if args.quick else 5
+    time_repeats = 1 if args.quick else 3
     sets = [("digits", digits(), 10),
             ("synthetic", synthetic(n=20_000 if args.quick else 100_000), 10)]
     print(f"delta = {DELTA}, data_norm = 1 (rows scaled to unit norm), centered=False "
-          f"(private mean from the same release); mean +- std over {seeds} seeds\n")
+          f"(private mean from the same release); mean +- std over {seeds} seed(s)\n")
     print("| data | mechanism | eps | captured (top-k) | of total | fit s | x sklearn | noise used |")
     print("|---|---|---|---|---|---|---|---|")
+    all_rows = []
     for name, X, k in sets:
-        for (ds, mech, eps, cap, sd, tot, t, ratio, used) in run(name, X, k, seeds, 3):
+        rows = run(name, X, k, seeds, time_repeats)
+        all_rows += rows
+        for (ds, mech, eps, cap, sd, tot, t, ratio, used) in rows:
             if np.isnan(cap):
                 print(f"| {ds} | {mech} | {eps} | - | - | - | - | {used} |")
             else:
                 print(f"| {ds} | {mech} | {eps} | {cap:.3f} +- {sd:.3f} | {tot:.3f} | {t:.3f} | "
                       f"{ratio:.2f} | {used} |")
+    path = os.path.join(RESULTS, "pca.csv")
+    write_csv(all_rows, path)
+    print(f"\nwrote {path}")
 
 
 if __name__ == "__main__":
