@@ -7,12 +7,12 @@ Target (issue 2): ``calibrate`` for a 1000-dimensional query takes under
 Run: ``python3 benchmarks/bench_calibrate.py``
 """
 
-import csv
-import os
 import time
 import warnings
 
 import numpy as np
+
+import _common  # noqa: E402  (puts the checkout's skdp on sys.path)
 
 from skdp.mechanisms import Query, available_mechanisms, calibrate
 
@@ -55,12 +55,7 @@ def main():
     print(f"{'query':<18} {'mechanism':<18} {'calibrate (ms)':>14}")
     for qname, name, ms in rows:
         print(f"{qname:<18} {name:<18} {ms:>14.3f}")
-    out = os.path.join(os.path.dirname(__file__), "results")
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "calibrate.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["query", "mechanism", "calibrate_ms"])
-        w.writerows(rows)
+    _common.write_csv("calibrate.csv", ["query", "mechanism", "calibrate_ms"], rows)
 
 
 if __name__ == "__main__":

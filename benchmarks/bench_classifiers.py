@@ -39,7 +39,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout's skdp
+import _common  # noqa: E402  (puts the checkout's skdp on sys.path)
 
 from skdp.linear_model import PrivateHuberSVM, PrivateLogisticRegression  # noqa: E402
 
@@ -48,9 +48,8 @@ DELTA = 1e-5
 ROUTES = {"output": dict(C=0.01), "objective": dict(C=0.1), "gradient": dict(C=0.1, max_iter=100)}
 FIELDS = ["dataset", "model", "route", "epsilon", "delta", "accuracy", "accuracy_std", "n_repeats",
           "fit_s", "x_sklearn_lr"]
-# results directory; the environment variable SKDP_BENCH_RESULTS overrides it (tests use a temp dir)
-RESULTS = os.environ.get("SKDP_BENCH_RESULTS") or os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                                               "results")
+# benchmarks/results, or $SKDP_BENCH_RESULTS (tests use a temp dir)
+RESULTS = _common.RESULTS
 
 
 def _unit(X):

@@ -89,7 +89,7 @@ from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout's skdp
+import _common  # noqa: E402  (puts the checkout's skdp on sys.path)
 
 from skdp.decomposition import PrivatePCA  # noqa: E402
 from skdp.linear_model import PrivateLogisticRegression, PrivateOLS  # noqa: E402
@@ -99,9 +99,8 @@ DELTA = 1e-5
 C = 0.1
 FIELDS = ["task", "dataset", "library", "method", "epsilon", "delta", "metric", "value", "value_std",
           "n_repeats", "fit_s", "x_sklearn", "note"]
-# results directory; the environment variable SKDP_BENCH_RESULTS overrides it (tests use a temp dir)
-RESULTS = os.environ.get("SKDP_BENCH_RESULTS") or os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                                               "results")
+# benchmarks/results, or $SKDP_BENCH_RESULTS (tests use a temp dir)
+RESULTS = _common.RESULTS
 
 
 def diffprivlib_status():

@@ -21,11 +21,12 @@ rows i.i.d. ``N(0, Z^T Z + sigma^2 I)``, without forming ``G``) and
 ``explicit`` (generates ``G`` in chunks and multiplies). Times are the best
 of 3 runs.
 
-Run: ``python3 benchmarks/bench_ols.py`` (writes benchmarks/results/ols.csv).
+Run: ``python3 benchmarks/bench_ols.py [--quick]`` (writes
+benchmarks/results/ols.csv; ``--quick``: 1 seed, synthetic 20 000 x 20, the
+first sketch size only).
 """
 
-import csv
-import os
+import argparse
 import time
 import warnings
 
@@ -33,6 +34,8 @@ import numpy as np
 from sklearn.datasets import load_diabetes
 from sklearn.linear_model import LinearRegression
 from sklearn.model_selection import train_test_split
+
+import _common  # noqa: F401  (puts the checkout's skdp on sys.path)
 
 from skdp.exceptions import PrivacyGuaranteeWarning
 from skdp.linear_model._ols import PrivateOLS
@@ -43,12 +46,12 @@ METHODS = ("adassp", "ssp", "sketch", "ls", "als")
 REPS = 5
 
 
-def _datasets():
+def _datasets(n_synthetic=100_000):
     X, y = load_diabetes(return_X_y=True)
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0)
     yield "diabetes", Xtr, (ytr - 175) / 175, Xte, yte, 0.35, 1.0, 175.0
     rng = np.random.default_rng(0)
-    n, d = 100_000, 20
+    n, d = n_synthetic, 20
     X = rng.uniform(-1, 1, size=(n, d)) / np.sqrt(d)
     w = rng.uniform(-1, 1, size=d)
     y = np.clip(X @ w + 0.1 * rng.standard_normal(n), -2, 2)
@@ -56,9 +59,13 @@ def _datasets():
     yield "synthetic", Xtr, ytr, Xte, yte, 1.0, 2.0, 1.0
 
 
-def main():
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="1 seed, smaller synthetic data (smoke run)")
+    quick = parser.parse_args(argv).quick
+    reps = 1 if quick else REPS
     rows = []
-    for name, Xtr, ytr, Xte, yte, dn, lb, scale in _datasets():
+    for name, Xtr, ytr, Xte, yte, dn, lb, scale in _datasets(20_000 if quick else 100_000):
         t0 = time.perf_counter()
         lr = LinearRegression().fit(Xtr, ytr)
         t_lr = time.perf_counter() - t0
@@ -71,7 +78,7 @@ def main():
             cells, t_eps1 = [], None
             for eps in EPSILONS:
                 mses, times = [], []
-                for rep in range(REPS):
+                for rep in range(reps):
                     reg = PrivateOLS(method=m, epsilon=eps, data_norm=dn, label_bound=lb, random_state=rep)
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore", PrivacyGuaranteeWarning)
@@ -102,7 +109,8 @@ def main():
             ts.append(time.perf_counter() - t0)
         return min(ts)
 
-    for n, d, r in ((100_000, 21, 300), (100_000, 21, 1000), (100_000, 101, 1000)):
+    sizes = ((100_000, 21, 300), (100_000, 21, 1000), (100_000, 101, 1000))
+    for n, d, r in sizes[:1] if quick else sizes:
         Z = rng.standard_normal((n, d))
         G = rng.standard_normal((r, n))
         t_mm = best(lambda: G @ Z)
@@ -114,12 +122,7 @@ def main():
             rows.append(dict(dataset=f"sketch n={n} d={d} r={r}", method=f"{alg}/product", epsilon="",
                              mse=t / t_mm, fit_s=t))
 
-    os.makedirs(os.path.join(os.path.dirname(__file__), "results"), exist_ok=True)
-    with open(os.path.join(os.path.dirname(__file__), "results", "ols.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=["dataset", "method", "epsilon", "mse", "fit_s"])
-        w.writeheader()
-        w.writerows(rows)
-
+    _common.write_csv("ols.csv", ["dataset", "method", "epsilon", "mse", "fit_s"], rows)
 
 if __name__ == "__main__":
     main()

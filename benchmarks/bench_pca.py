@@ -38,7 +38,7 @@ import numpy as np
 from sklearn.datasets import load_digits
 from sklearn.decomposition import PCA
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout's skdp
+import _common  # noqa: E402  (puts the checkout's skdp on sys.path)
 
 from skdp.decomposition import PrivatePCA  # noqa: E402
 from skdp.exceptions import PrivacyGuaranteeWarning  # noqa: E402
@@ -48,9 +48,8 @@ MECHANISMS = ("auto", "analyze_gauss", "inid_gaussian", "mvg", "r1smg")
 DELTA = 1e-5
 FIELDS = ["dataset", "mechanism", "epsilon", "delta", "captured", "captured_std", "of_total", "fit_s",
           "x_sklearn", "noise_used"]
-# results directory; the environment variable SKDP_BENCH_RESULTS overrides it (tests use a temp dir)
-RESULTS = os.environ.get("SKDP_BENCH_RESULTS") or os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                                               "results")
+# benchmarks/results, or $SKDP_BENCH_RESULTS (tests use a temp dir)
+RESULTS = _common.RESULTS
 
 
 def unit_rows(X):

@@ -49,8 +49,9 @@ def main(argv=None):
     parser.add_argument("--only", nargs="+", choices=BENCHMARKS, metavar="BENCH",
                         help=f"run only these ({', '.join(BENCHMARKS)})")
     args = parser.parse_args(argv)
-    # the checkout's skdp, also when it is not pip-installed
-    sys.path.insert(0, str(HERE.parent))
+    # the scripts import benchmarks/_common.py, which puts the checkout's skdp on sys.path
+    sys.path.insert(0, str(HERE))
+    import _common
     extra = ["--quick"] if args.quick else []
     failed = []
     for name in args.only or BENCHMARKS:
@@ -59,7 +60,7 @@ def main(argv=None):
         if not run_one(name, extra):
             failed.append(name)
         print(f"---- {name} took {time.perf_counter() - t0:.1f} s", flush=True)
-    results = HERE / "results"
+    results = Path(_common.RESULTS)
     if results.is_dir():
         print("\nCSV files in " + os.path.relpath(results) + ": "
               + ", ".join(sorted(p.name for p in results.glob("*.csv"))))
