@@ -26,9 +26,6 @@ Run: ``python3 benchmarks/bench_classifiers.py [--quick]``.
 """
 
 import argparse
-import csv
-import os
-import sys
 import time
 import warnings
 
@@ -48,8 +45,6 @@ DELTA = 1e-5
 ROUTES = {"output": dict(C=0.01), "objective": dict(C=0.1), "gradient": dict(C=0.1, max_iter=100)}
 FIELDS = ["dataset", "model", "route", "epsilon", "delta", "accuracy", "accuracy_std", "n_repeats",
           "fit_s", "x_sklearn_lr"]
-# benchmarks/results, or $SKDP_BENCH_RESULTS (tests use a temp dir)
-RESULTS = _common.RESULTS
 
 
 def _unit(X):
@@ -124,14 +119,6 @@ def print_tables(rows):
                       + f" | {cells[1.0]['x_sklearn_lr']:.2f} |")
 
 
-def write_csv(rows, path):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=FIELDS)
-        w.writeheader()
-        w.writerows(rows)
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small synthetic set, 1 seed (smoke run)")
@@ -139,8 +126,7 @@ def main(argv=None):
     warnings.simplefilter("ignore")
     rows = run(quick=args.quick)
     print_tables(rows)
-    path = os.path.join(RESULTS, "classifiers.csv")
-    write_csv(rows, path)
+    path = _common.write_csv("classifiers.csv", FIELDS, rows)
     print(f"\nwrote {path}")
 
 

@@ -74,8 +74,6 @@ Run: ``python3 benchmarks/bench_diffprivlib.py [--quick]``.
 """
 
 import argparse
-import csv
-import os
 import signal
 import sys
 import time
@@ -99,8 +97,6 @@ DELTA = 1e-5
 C = 0.1
 FIELDS = ["task", "dataset", "library", "method", "epsilon", "delta", "metric", "value", "value_std",
           "n_repeats", "fit_s", "x_sklearn", "note"]
-# benchmarks/results, or $SKDP_BENCH_RESULTS (tests use a temp dir)
-RESULTS = _common.RESULTS
 
 
 def diffprivlib_status():
@@ -339,14 +335,6 @@ def print_tables(rows):
                     print(f"{r['library']} at eps={r['epsilon']}: {r['note']}")
 
 
-def write_csv(rows, path):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=FIELDS)
-        w.writeheader()
-        w.writerows(rows)
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small data, 1 seed (smoke run)")
@@ -365,8 +353,7 @@ def main(argv=None):
         for bench in (bench_logistic, bench_pca, bench_ols):
             rows += bench(dpl, seeds, args.quick)
     print_tables(rows)
-    path = os.path.join(RESULTS, "diffprivlib.csv")
-    write_csv(rows, path)
+    path = _common.write_csv("diffprivlib.csv", FIELDS, rows)
     print(f"\nwrote {path}")
     return 0
 

@@ -28,9 +28,6 @@ Run: ``python3 benchmarks/bench_pca.py [--quick]``.
 """
 
 import argparse
-import csv
-import os
-import sys
 import time
 import warnings
 
@@ -48,8 +45,6 @@ MECHANISMS = ("auto", "analyze_gauss", "inid_gaussian", "mvg", "r1smg")
 DELTA = 1e-5
 FIELDS = ["dataset", "mechanism", "epsilon", "delta", "captured", "captured_std", "of_total", "fit_s",
           "x_sklearn", "noise_used"]
-# benchmarks/results, or $SKDP_BENCH_RESULTS (tests use a temp dir)
-RESULTS = _common.RESULTS
 
 
 def unit_rows(X):
@@ -118,15 +113,14 @@ def run(name, X, k, seeds, time_repeats):
     return rows
 
 
-def write_csv(rows, path):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(FIELDS)
-        for (ds, mech, eps, cap, sd, tot, t, ratio, used) in rows:
-            nonpriv = eps == "-"
-            cells = ["" if np.isnan(v) else v for v in (cap, sd, tot, t, ratio)]
-            w.writerow([ds, mech, "" if nonpriv else eps, "" if nonpriv else DELTA, *cells, used])
+def csv_rows(rows):
+    """The table rows as CSV records (empty epsilon/delta for the non-private baseline)."""
+    out = []
+    for (ds, mech, eps, cap, sd, tot, t, ratio, used) in rows:
+        nonpriv = eps == "-"
+        cells = ["" if np.isnan(v) else v for v in (cap, sd, tot, t, ratio)]
+        out.append([ds, mech, "" if nonpriv else eps, "" if nonpriv else DELTA, *cells, used])
+    return out
 
 
 def main(argv=None):
@@ -152,8 +146,7 @@ def main(argv=None):
             else:
                 print(f"| {ds} | {mech} | {eps} | {cap:.3f} +- {sd:.3f} | {tot:.3f} | {t:.3f} | "
                       f"{ratio:.2f} | {used} |")
-    path = os.path.join(RESULTS, "pca.csv")
-    write_csv(all_rows, path)
+    path = _common.write_csv("pca.csv", FIELDS, csv_rows(all_rows))
     print(f"\nwrote {path}")
 
 
