@@ -69,7 +69,6 @@ from scipy.special import gammaincc, gammaln, logsumexp, ndtr
 from scipy.stats import chi2, norm
 
 from .._validation import check_generator
-from .gaussian import gaussian_delta
 
 __all__ = [
     "ndis_coefficients",
