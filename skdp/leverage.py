@@ -35,7 +35,7 @@ let every record have ``|v| <= l``.
 import numpy as np
 from scipy import linalg
 
-from .mechanisms.ndis import _rp_log_delta
+from .mechanisms.ndis import _rp_log_delta, _regularized_gram
 
 __all__ = [
     "leverage_scores",
@@ -129,11 +129,7 @@ def leverage_scores(X, *, sigma=0.0, chunk_size=None):
         rank = int(np.sum(s > s.max(initial=0.0) * max(n, d) * np.finfo(float).eps)) if s.size else 0
         U = U[:, :rank]
         return np.einsum("ij,ij->i", U, U)
-    gram = sigma**2 * np.eye(d)
-    for start in range(0, n, chunk_size):
-        B = X[start:start + chunk_size]
-        gram += B.T @ B
-    cf = linalg.cho_factor(gram, lower=True)
+    cf = linalg.cho_factor(_regularized_gram(X, sigma, chunk_size=chunk_size), lower=True)
     out = np.empty(n)
     for start in range(0, n, chunk_size):
         B = X[start:start + chunk_size]

@@ -674,10 +674,7 @@ def gaussian_sketch(X, r, sigma=0.0, *, random_state=None, chunk_size=10_000, al
     r = int(r)
     chunk_size = int(chunk_size)
     if algorithm == "gram":
-        M = float(sigma) ** 2 * np.eye(d)
-        for start in range(0, n, chunk_size):
-            block = X[start:start + chunk_size]
-            M += block.T @ block
+        M = _regularized_gram(X, sigma, chunk_size=chunk_size)
         return rng.standard_normal((r, d)) @ _psd_factor(M)
     if algorithm != "explicit":
         raise ValueError(f"algorithm must be 'gram' or 'explicit', got {algorithm!r}.")
@@ -688,6 +685,17 @@ def gaussian_sketch(X, r, sigma=0.0, *, random_state=None, chunk_size=10_000, al
     if sigma > 0:
         S += float(sigma) * rng.standard_normal((r, d))
     return S
+
+
+def _regularized_gram(X, sigma=0.0, *, chunk_size=10_000):
+    """``X^T X + sigma^2 I`` (the Gram matrix of ``[X; sigma I]``), accumulated in row chunks."""
+    X = np.asarray(X, dtype=float)
+    n, d = X.shape
+    M = float(sigma) ** 2 * np.eye(d)
+    for start in range(0, n, int(chunk_size)):
+        block = X[start:start + int(chunk_size)]
+        M += block.T @ block
+    return M
 
 
 def _psd_factor(M):
@@ -728,10 +736,7 @@ def least_squares_sample(Z, sigma, r, *, random_state=None):
     Z = np.asarray(Z, dtype=float)
     n, p1 = Z.shape
     d = p1 - 1
-    G = np.zeros((p1, p1))
-    for start in range(0, n, 50_000):
-        block = Z[start:start + 50_000]
-        G += block.T @ block
+    G = _regularized_gram(Z, chunk_size=50_000)
     A = G[:d, :d] + sigma**2 * np.eye(d)
     cf = linalg.cho_factor(A, lower=True)
     xt = linalg.cho_solve(cf, G[:d, d])
