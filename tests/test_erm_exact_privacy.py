@@ -93,6 +93,12 @@ def _densities(pair, lam, sigma, loss_name, n_grid=400_001, noise=stats.norm):
     return w, p, q
 
 
+def _max_log_ratio(p, q):
+    """sup |log p/q| over the grid points where both densities are representable."""
+    ok = (p > 1e-300) & (q > 1e-300)
+    return np.max(np.abs(np.log(p[ok]) - np.log(q[ok])))
+
+
 def _exact_delta(w, p, q, eps):
     """max over both directions of int (p - e^eps q)_+ (trapezoid rule on a fine grid)."""
     return max(trapezoid(np.maximum(p - np.exp(eps) * q, 0.0), w),
@@ -188,9 +194,8 @@ def test_pure_objective_perturbation_pointwise_log_ratio(loss_name, eps, C):
     worst = 0.0
     for name in PAIRS:
         # in one dimension gamma-norm noise is Laplace(scale)
-        w, p, q = _densities(_pair(name), lam, scale, loss_name, n_grid=100_001, noise=stats.laplace)
-        ok = (p > 1e-300) & (q > 1e-300)
-        ratio = np.max(np.abs(np.log(p[ok]) - np.log(q[ok])))
+        ratio = _max_log_ratio(*_densities(_pair(name), lam, scale, loss_name, n_grid=100_001,
+                                           noise=stats.laplace)[1:])
         assert ratio <= eps1 * (1 + 1e-9), (name, ratio, eps1)
         worst = max(worst, ratio)
     if loss_name == "huber":  # the bound is nearly attained
@@ -199,7 +204,5 @@ def test_pure_objective_perturbation_pointwise_log_ratio(loss_name, eps, C):
         assert 0.4 * eps1 <= worst <= 0.6 * eps1
     # power: less noise violates the pointwise bound (2/3 for Huber; 0.4 for logistic's 2x slack)
     factor = 2.0 / 3.0 if loss_name == "huber" else 0.4
-    w, p, q = _densities(_pair("label_flip"), lam, scale * factor, loss_name, n_grid=100_001,
-                         noise=stats.laplace)
-    ok = (p > 1e-300) & (q > 1e-300)
-    assert np.max(np.abs(np.log(p[ok]) - np.log(q[ok]))) > eps1
+    assert _max_log_ratio(*_densities(_pair("label_flip"), lam, scale * factor, loss_name,
+                                      n_grid=100_001, noise=stats.laplace)[1:]) > eps1
