@@ -1,6 +1,5 @@
 """Differentially private Gaussian random projection (a sketch over records)."""
 
-from functools import lru_cache
 from numbers import Integral, Real
 
 import numpy as np
@@ -11,14 +10,9 @@ from sklearn.utils.validation import _num_samples, check_is_fitted, validate_dat
 from ._budget import PrivacyBudget
 from ._validation import check_data_norm, check_epsilon_delta, check_generator, clip_rows
 from .base import PrivateEstimatorMixin
-from .mechanisms.ndis import gaussian_sketch, rp_noise_multiplier
+from .mechanisms.ndis import _cached_rp_noise_multiplier, gaussian_sketch
 
 __all__ = ["PrivateRandomProjection"]
-
-
-@lru_cache(maxsize=64)
-def _multiplier(epsilon, delta, r):
-    return rp_noise_multiplier(epsilon, delta, r)
 
 
 class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
@@ -150,7 +144,7 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
         data_norm = check_data_norm(X, self.data_norm, estimator=self)
         self.data_norm_ = data_norm
         X = clip_rows(X, data_norm)
-        self.noise_multiplier_ = _multiplier(epsilon, delta, r)
+        self.noise_multiplier_ = _cached_rp_noise_multiplier(epsilon, delta, r)
         self.sigma_ = float(data_norm * self.noise_multiplier_)
         rng = check_generator(self.random_state)
         self.sketch_ = gaussian_sketch(X, r, self.sigma_, random_state=rng,

@@ -24,12 +24,12 @@ from ..exceptions import PrivacyGuaranteeWarning, PrivacyLeakWarning
 from ..leverage import leverage_scores, residual_scores
 from ..mechanisms import Query, calibrate
 from ..mechanisms.ndis import (
+    _cached_rp_noise_multiplier,
     als_F,
     gaussian_sketch,
     least_squares_sample,
     ls_noise_multiplier,
     rp_delta,
-    rp_noise_multiplier,
 )
 
 __all__ = ["PrivateOLS"]
@@ -41,11 +41,6 @@ _UNVERIFIED = ("ls", "als")
 @lru_cache(maxsize=64)
 def _cached_ls_multiplier(epsilon, delta, r, d):
     return ls_noise_multiplier(epsilon, delta, r, d)
-
-
-@lru_cache(maxsize=64)
-def _cached_rp_multiplier(epsilon, delta, r):
-    return rp_noise_multiplier(epsilon, delta, r)
 
 
 def default_delta(n_samples):
@@ -333,7 +328,7 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         Z = np.column_stack([X, y])
 
         if method == "sketch":
-            sigma = np.sqrt(R2) * _cached_rp_multiplier(epsilon, delta, int(r))
+            sigma = np.sqrt(R2) * _cached_rp_noise_multiplier(epsilon, delta, int(r))
             if self.relative_dp:
                 lev = float(np.max(leverage_scores(Z, chunk_size=self.chunk_size)))
                 if lev < 1 and rp_delta(epsilon, lev, int(r)) <= delta:

@@ -61,6 +61,7 @@ value raises ``FloatingPointError``.
 """
 
 import warnings
+from functools import lru_cache
 
 import numpy as np
 from scipy import linalg
@@ -617,6 +618,12 @@ def ls_noise_multiplier(epsilon, delta, r, d):
     # largest t (smallest s) with F <= delta; brentq + checked safe end
     neg = _solve_safe(excess, -np.log(1e4), -0.5 * np.log(2.0) - 1e-9, xtol=1e-10)
     return float(np.exp(-neg))
+
+
+@lru_cache(maxsize=64)
+def _cached_rp_noise_multiplier(epsilon, delta, r):
+    # the estimators' cache: a pure function of public scalars, and a root search
+    return rp_noise_multiplier(epsilon, delta, r)
 
 
 # ---------------------------------------------------------------------------
