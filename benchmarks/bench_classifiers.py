@@ -88,7 +88,7 @@ def run(quick=False):
                     accs, times = [], []
                     for r in range(n_repeats):
                         est = Cls(epsilon=eps, delta=DELTA, perturbation=route, data_norm=1.0,
-                                  random_state=r, **kw)
+                                  classes=[0, 1], random_state=r, **kw)
                         t = time.perf_counter()
                         est.fit(Xtr, ytr)
                         times.append(time.perf_counter() - t)

@@ -72,10 +72,12 @@ def classification_rows(repeats):
     rows = []
     models = [
         ("PrivateLogisticRegression", lambda e, s: PrivateLogisticRegression(
-            epsilon=e, delta=DELTA, data_norm=1.0, C=10.0, random_state=s),
+            epsilon=e, delta=DELTA, data_norm=1.0, classes=[0, 1], C=10.0,
+            random_state=s),
          lambda: LogisticRegression(C=10.0)),
         ("PrivateHuberSVM", lambda e, s: PrivateHuberSVM(
-            epsilon=e, delta=DELTA, data_norm=1.0, C=10.0, random_state=s),
+            epsilon=e, delta=DELTA, data_norm=1.0, classes=[0, 1], C=10.0,
+            random_state=s),
          lambda: LinearSVC(C=10.0)),
     ]
     for name, private, public in models:

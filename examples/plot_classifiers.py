@@ -100,6 +100,7 @@ for ds, (Xtr, Xte, ytr, yte) in datasets():
             for eps in EPSILONS:
                 t0 = time.perf_counter()
                 acc = [Private(epsilon=eps, delta=DELTA, perturbation=route, data_norm=1.0,
+                               classes=np.unique(ytr),  # public: the task's label set
                                random_state=seed, **kw).fit(Xtr, ytr).score(Xte, yte)
                        for seed in SEEDS]
                 secs = (time.perf_counter() - t0) / len(SEEDS)

@@ -45,7 +45,7 @@ grid = {"C": [0.01, 0.1, 1.0, 10.0]}
 # 1. GridSearchCV, every fit charged to an in-memory ledger (threads share it)
 # ---------------------------------------------------------------------------
 ledger = BudgetLedger(epsilon=50.0, delta=1e-4)
-est = PrivateLogisticRegression(epsilon=1.0, delta=1e-6, data_norm=DATA_NORM,
+est = PrivateLogisticRegression(epsilon=1.0, delta=1e-6, data_norm=DATA_NORM, classes=[0, 1],
                                 accountant=ledger, random_state=rng)
 with warnings.catch_warnings(), parallel_backend("threading"):
     warnings.simplefilter("ignore")
@@ -65,7 +65,7 @@ print(f"  total cost (advanced) eps={gs_adv.epsilon:.3g} delta={gs_adv.delta:.3g
 # ---------------------------------------------------------------------------
 path = os.path.join(tempfile.mkdtemp(), "budget.sqlite")
 file_ledger = SQLiteLedger(path, epsilon=10.0, delta=1e-4)
-pgs = PrivateGridSearchCV(PrivateLogisticRegression(data_norm=DATA_NORM), grid, epsilon=3.0,
+pgs = PrivateGridSearchCV(PrivateLogisticRegression(data_norm=DATA_NORM, classes=[0, 1]), grid, epsilon=3.0,
                           accountant=file_ledger, random_state=rng)
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

@@ -165,10 +165,12 @@ for eps in EPSILONS:
             PrivateRandomProjection(K_PIPE, epsilon=eps / 2, delta=DELTA / 2, data_norm=1.0,
                                     random_state=s),
             PrivateLogisticRegression(epsilon=eps / 2, delta=DELTA / 2, data_norm=1.0, C=0.1,
+                                      classes=[0, 1],
                                       random_state=s),
         ).fit(Xtr, ytr).score(Xte, yte) for s in SEEDS])
     raw = mean_std([
-        PrivateLogisticRegression(epsilon=eps, delta=DELTA, data_norm=1.0, C=0.1, random_state=s)
+        PrivateLogisticRegression(epsilon=eps, delta=DELTA, data_norm=1.0, C=0.1, classes=[0, 1],
+                                  random_state=s)
         .fit(Xtr, ytr).score(Xte, yte) for s in SEEDS])
     rows_c.append((eps, *pipe, *raw))
 print(f"\n(c) test accuracy, digits 0-4 vs 5-9, total budget (epsilon, delta={DELTA:g})")

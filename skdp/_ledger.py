@@ -73,6 +73,11 @@ class SpendRecord:
         Unix timestamp of the spend.
     pid : int
         Id of the process that spent.
+    serial : int
+        Position of the spend in its ledger (0, 1, 2, ... in order of
+        acceptance; ``-1`` if unknown). Unique within a ledger: estimators
+        mix it into a seeded ``random_state`` so that two fits charged to one
+        ledger never share a noise draw.
     """
 
     who: str
@@ -81,6 +86,7 @@ class SpendRecord:
     delta: float
     when: float
     pid: int
+    serial: int = -1
 
     @property
     def budget(self):
@@ -350,7 +356,8 @@ class BudgetLedger(_LedgerMixin):
             if not _fits(spent_eps, spent_delta, budget, self.epsilon, self.delta):
                 raise BudgetExceededError(_exceeded_message(self, budget, spent_eps, spent_delta))
             record = SpendRecord(
-                str(source), str(description), budget.epsilon, budget.delta, time.time(), os.getpid()
+                str(source), str(description), budget.epsilon, budget.delta, time.time(),
+                os.getpid(), len(self._records),
             )
             self._records.append(record)
             return record
@@ -553,13 +560,13 @@ class SQLiteLedger(_LedgerMixin):
             spent_eps, spent_delta = self._sums(conn)
             if not _fits(spent_eps, spent_delta, budget, self.epsilon, self.delta):
                 raise BudgetExceededError(_exceeded_message(self, budget, spent_eps, spent_delta))
-            record = SpendRecord(
-                str(source), str(description), budget.epsilon, budget.delta, time.time(), os.getpid()
-            )
-            conn.execute(
+            when, pid = time.time(), os.getpid()
+            cur = conn.execute(
                 "INSERT INTO skdp_spends (who, what, epsilon, delta, at, pid) VALUES (?, ?, ?, ?, ?, ?)",
-                (record.who, record.what, record.epsilon, record.delta, record.when, record.pid),
+                (str(source), str(description), budget.epsilon, budget.delta, when, pid),
             )
+            record = SpendRecord(str(source), str(description), budget.epsilon, budget.delta,
+                                 when, pid, int(cur.lastrowid))
             self._before_commit(conn, record)
         return record
 
@@ -568,11 +575,12 @@ class SQLiteLedger(_LedgerMixin):
         conn = self._connect()
         try:
             rows = conn.execute(
-                "SELECT who, what, epsilon, delta, at, pid FROM skdp_spends ORDER BY id"
+                "SELECT who, what, epsilon, delta, at, pid, id FROM skdp_spends ORDER BY id"
             ).fetchall()
         finally:
             conn.close()
-        return [SpendRecord(r[0], r[1], float(r[2]), float(r[3]), float(r[4]), int(r[5])) for r in rows]
+        return [SpendRecord(r[0], r[1], float(r[2]), float(r[3]), float(r[4]), int(r[5]), int(r[6]))
+                for r in rows]
 
     # -- pickling: reopen the same file ---------------------------------
     def __getstate__(self):

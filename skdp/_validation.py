@@ -19,6 +19,8 @@ __all__ = [
     "check_data_norm",
     "clip_rows",
     "row_norms",
+    "public_shape",
+    "fit_generator",
 ]
 
 
@@ -105,9 +107,34 @@ def check_generator(random_state):
 
 
 def row_norms(X):
-    """Euclidean norm of every row of a 2-D array (no copy of X)."""
+    """Euclidean norm of every row of a 2-D array (no copy of X).
+
+    Rows whose squared norm overflows float64 (entries near 1e154 and above)
+    are recomputed with scaling, so the result is finite for every finite row.
+    """
     X = np.asarray(X)
-    return np.sqrt(np.einsum("ij,ij->i", X, X))
+    with np.errstate(over="ignore", invalid="ignore"):
+        norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+    bad = ~np.isfinite(norms)
+    if np.any(bad):
+        rows = np.asarray(X[bad], dtype=np.float64)
+        peak = np.max(np.abs(rows), axis=1)
+        safe = np.where(peak > 0, peak, 1.0)
+        with np.errstate(over="ignore", invalid="ignore"):
+            norms[bad] = peak * np.linalg.norm(rows / safe[:, None], axis=1)
+    return norms
+
+
+def _leak_warning(estimator, name, attribute, what="bound"):
+    """Warn that a public input was inferred from the data (no value in the message)."""
+    who = f"{type(estimator).__name__}: " if estimator is not None else ""
+    warnings.warn(
+        f"{who}{name} was not given, so the {what} was inferred from the private data and "
+        f"stored in {attribute}. This leaks information about the data and voids the "
+        f"privacy guarantee. Pass {name} as a public input to avoid this.",
+        PrivacyLeakWarning,
+        stacklevel=4,
+    )
 
 
 def check_data_norm(X, data_norm, *, name="data_norm", estimator=None):
@@ -119,7 +146,8 @@ def check_data_norm(X, data_norm, *, name="data_norm", estimator=None):
     data_norm : float or None
         Public bound on every row's Euclidean norm. ``None`` means: infer the
         largest row norm from ``X`` and emit :class:`~skdp.PrivacyLeakWarning`
-        (the inferred value depends on private data).
+        (the inferred value depends on private data). Neither the warning
+        nor any error message contains the inferred value.
     name : str
         Parameter name used in messages.
 
@@ -128,19 +156,23 @@ def check_data_norm(X, data_norm, *, name="data_norm", estimator=None):
     bound : float
         The bound to use; callers store it in a fitted attribute
         (``data_norm_``), never back into the parameter.
+
+    Raises
+    ------
+    ValueError
+        If the inferred bound is not a finite float64 (rows too large): pass
+        a public bound instead.
     """
     if data_norm is not None:
         return check_positive_finite(data_norm, name)
     norms = row_norms(X)
     bound = float(norms.max()) if norms.size else 0.0
-    who = f"{type(estimator).__name__}: " if estimator is not None else ""
-    warnings.warn(
-        f"{who}{name} was not given, so it was inferred from the data as "
-        f"{bound:.6g}. This leaks information about the private data and voids "
-        f"the privacy guarantee. Pass {name} as a public bound to avoid this.",
-        PrivacyLeakWarning,
-        stacklevel=3,
-    )
+    _leak_warning(estimator, name, f"{name}_")
+    if not np.isfinite(bound) or bound > np.sqrt(np.finfo(np.float64).max):
+        raise ValueError(
+            f"{name} was not given and the row norms of X are too large to infer it in "
+            f"float64 (their squares overflow). Pass {name} as a public bound."
+        )
     if bound == 0.0:
         bound = 1.0
     return bound
@@ -155,3 +187,124 @@ def clip_rows(X, bound):
     norms = row_norms(X)
     scale = np.minimum(1.0, bound / np.maximum(norms, np.finfo(float).tiny))
     return X * scale[:, None]
+
+
+def public_shape(X):
+    """``(n_samples, n_features)`` of X from its structure alone (no values read).
+
+    The number of rows and the number of columns are public under the
+    replace-one relation, so errors they decide are raised before the budget
+    is charged. Either entry is ``None`` when the structure of X does not
+    tell it (validation of the data reports that later).
+    """
+    from sklearn.utils.validation import _num_features, _num_samples
+
+    try:
+        n = int(_num_samples(X))
+    except Exception:
+        n = None
+    try:
+        d = int(_num_features(X))
+    except Exception:
+        d = None
+    return n, d
+
+
+def fit_generator(random_state, spend=None):
+    """The generator of one fit's noise.
+
+    ``None`` gives fresh OS entropy. An int seed with a ledger ``spend``
+    record derives the stream from the seed *and* the record's serial number
+    in its ledger (``SeedSequence(seed, spawn_key=(serial,))``), so two fits
+    charged to one ledger never share a noise draw even when they are given
+    the same seed. Without a ledger an int seed reproduces the same noise:
+    that is for reproducible experiments only (see the privacy model).
+    Generators and ``RandomState`` are handled as in :func:`check_generator`.
+    """
+    serial = getattr(spend, "serial", None)
+    if (
+        serial is not None
+        and serial >= 0
+        and isinstance(random_state, numbers.Integral)
+        and not isinstance(random_state, bool)
+    ):
+        return np.random.default_rng(
+            np.random.SeedSequence(int(random_state), spawn_key=(int(serial),))
+        )
+    return check_generator(random_state)
+
+
+def check_classes(classes, estimator=None):
+    """Validate the public set of class labels (``None`` stays ``None``).
+
+    Returns the sorted unique labels as an array. Raises ``ValueError``
+    (before any budget is charged: ``classes`` is a public input) if it is
+    not a 1-D list of at least two distinct labels.
+    """
+    if classes is None:
+        return None
+    who = f"{type(estimator).__name__}: " if estimator is not None else ""
+    arr = np.asarray(classes)
+    if arr.ndim != 1 or arr.size < 2:
+        raise ValueError(f"{who}classes must be a 1-D list of at least two class labels.")
+    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{who}classes must not contain NaN or inf.")
+    uniq = np.unique(arr)
+    if uniq.size != arr.size:
+        raise ValueError(f"{who}classes must not contain duplicate labels.")
+    return uniq
+
+
+def encode_labels(y, classes, estimator=None):
+    """Map labels to indices into the public ``classes``.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples,)
+    classes : ndarray or None
+        The validated public classes (:func:`check_classes`). ``None``:
+        infer them from ``y`` with a :class:`~skdp.PrivacyLeakWarning` (the
+        set of labels present is private).
+
+    Returns
+    -------
+    classes_ : ndarray
+        The classes of the release: ``classes`` when given, whatever the data.
+    y_idx : ndarray of int
+        Index of each label in ``classes_``.
+
+    Raises
+    ------
+    ValueError
+        If ``y`` holds a label outside the declared ``classes`` (a format
+        error for the data holder; the message names no label), or, with
+        inferred classes, fewer than two classes are present.
+    """
+    who = f"{type(estimator).__name__}: " if estimator is not None else ""
+    if classes is None:
+        _leak_warning(estimator, "classes", "classes_", what="set of class labels")
+        classes_, y_idx = np.unique(y, return_inverse=True)
+        if classes_.size < 2:
+            raise ValueError(
+                f"{who}the data contain only one class, and classes was not given. "
+                "Pass the public set of classes (classes=[...]) to fit data of any composition."
+            )
+        return classes_, y_idx.ravel()
+    try:
+        y_arr = np.asarray(y)
+        if classes.dtype.kind in "OUS" or y_arr.dtype.kind in "OUS":
+            lookup = {label: i for i, label in enumerate(classes.tolist())}
+            y_idx = np.fromiter((lookup.get(v, -1) for v in y_arr.tolist()), dtype=np.intp,
+                                count=y_arr.size)
+        else:
+            pos = np.searchsorted(classes, y_arr)
+            pos = np.clip(pos, 0, classes.size - 1)
+            y_idx = np.where(classes[pos] == y_arr, pos, -1)
+    except TypeError:
+        y_idx = np.full(np.size(y), -1)
+    if np.any(y_idx < 0):
+        raise ValueError(
+            f"{who}y contains labels that are not in the declared classes. Map or drop such "
+            "records before fitting (the labels are not shown: they are private data)."
+        )
+    return classes, y_idx

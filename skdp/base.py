@@ -5,36 +5,82 @@ Every private estimator inherits :class:`PrivateEstimatorMixin`, which
 * declares the privacy parameters (``epsilon``, ``delta``, ``data_norm``,
   ``random_state``, ``accountant``) in ``_parameter_constraints`` so that
   scikit-learn validates them in ``fit`` (never in ``__init__``);
-* charges the fit's budget to the optional accountant *before* any data is
-  touched (:meth:`_charge_budget`): a fit that would overspend raises
-  :class:`~skdp.BudgetExceededError` and spends nothing;
+* runs the fit protocol below (:meth:`_start_fit`);
 * sets ``privacy_spent_`` and the tags that differential privacy makes
   necessary (``non_deterministic``: fits are random by design).
 
-Order inside ``fit``: parameters are validated, then the budget is charged,
-then the data is validated and used. Input errors raised after the charge
-(for instance "only one class present") depend on the private data, so the
-charge is kept: this is conservative and never under-counts.
+The fit protocol
+----------------
+1. Parameters are validated (scikit-learn's ``_parameter_constraints``).
+2. Every error decided by **public** inputs alone (parameters, ``n_samples``
+   and ``n_features``, which are public under the replace-one relation) is
+   raised: :meth:`_check_public`. Nothing has been charged yet.
+3. The budget is charged to the accountant (check-and-spend, atomic). A fit
+   that would overspend raises :class:`~skdp.BudgetExceededError` and
+   spends nothing.
+4. The noise generator is derived (:func:`skdp._validation.fit_generator`):
+   fresh OS entropy for ``random_state=None``; a seeded fit charged to a
+   ledger mixes the spend's serial number into the seed, so two fits on one
+   ledger never share a noise draw.
+5. Only now is the data read. From here on, whether the fit returns and the
+   shape of what it returns depend on public inputs only; the errors left
+   are format errors of the data (NaN, inf, wrong dtype, labels outside the
+   declared ``classes``), which are messages to the data holder and carry no
+   value computed from the data. The charge is kept (conservative).
+
+A fit that raises at any step leaves no fitted attribute behind
+(:func:`private_fit`): ``check_is_fitted`` fails afterwards, also after a
+failed refit of a previously fitted estimator.
 """
 
-from numbers import Real
+import functools
+from numbers import Integral, Real
 
+import numpy as np
 from sklearn.utils._param_validation import HasMethods, Interval
 
 from ._budget import PrivacyBudget
-from ._validation import check_epsilon_delta
+from ._validation import check_epsilon_delta, fit_generator
 
-__all__ = ["PrivateEstimatorMixin"]
+__all__ = ["PrivateEstimatorMixin", "private_fit", "discard_fitted_state"]
+
+#: parameters whose ``None`` means "infer a public bound from the private data"
+BOUND_PARAMETERS = ("data_norm", "label_bound", "classes", "bounds")
+
+
+def discard_fitted_state(estimator):
+    """Delete every fitted attribute (``name_``, as ``check_is_fitted`` sees them)."""
+    for name in [k for k in vars(estimator) if k.endswith("_") and not k.startswith("__")]:
+        delattr(estimator, name)
+
+
+def private_fit(fit):
+    """Decorator: a fit that raises leaves nothing that looks fitted.
+
+    Wrap it outside ``sklearn.base._fit_context``. On any exception every
+    fitted attribute (old ones from a previous fit included) is removed before
+    the exception propagates.
+    """
+
+    @functools.wraps(fit)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return fit(self, *args, **kwargs)
+        except BaseException:
+            discard_fitted_state(self)
+            raise
+
+    return wrapper
 
 
 class PrivateEstimatorMixin:
-    """Mixin for skdp estimators: privacy parameters, budget charging, tags."""
+    """Mixin for skdp estimators: privacy parameters, the fit protocol, tags."""
 
     _privacy_parameter_constraints = {
         "epsilon": [Interval(Real, 0, None, closed="neither")],
         "delta": [Interval(Real, 0, 1, closed="left")],
         "data_norm": [None, Interval(Real, 0, None, closed="neither")],
-        "random_state": ["random_state"],
+        "random_state": ["random_state", np.random.Generator],
         "accountant": [None, HasMethods(["spend"])],
     }
 
@@ -43,20 +89,54 @@ class PrivateEstimatorMixin:
         eps, delta = check_epsilon_delta(self.epsilon, self.delta)
         return PrivacyBudget(eps, delta)
 
+    def _check_public(self, n_samples, n_features):
+        """Raise every error decided by public inputs alone (before the charge).
+
+        ``n_samples`` / ``n_features`` are ``None`` when the structure of X
+        does not tell them. Subclasses extend this; the base checks the
+        sample count.
+        """
+        if n_samples is not None and n_samples < self._min_samples:
+            raise ValueError(
+                f"{type(self).__name__} needs at least {self._min_samples} samples; got "
+                f"n_samples={n_samples}."
+            )
+
+    _min_samples = 1
+
     def _charge_budget(self, budget=None, description="fit"):
         """Check-and-spend ``budget`` on the accountant, then record it.
 
-        Must be called before any private data is touched. Returns the budget
-        and stores it in ``privacy_spent_``.
+        Must be called before any private data is touched. Returns the
+        budget and the ledger's spend record (``None`` without a ledger), and
+        stores the budget in ``privacy_spent_``.
         """
         budget = self._privacy_budget() if budget is None else budget
         accountant = getattr(self, "accountant", None)
+        record = None
         if accountant is not None:
-            accountant.spend(budget, source=type(self).__name__, description=description)
+            record = accountant.spend(budget, source=type(self).__name__, description=description)
         self.privacy_spent_ = budget
-        return budget
+        return budget, record
+
+    def _start_fit(self, n_samples, n_features, budget=None):
+        """Steps 2-4 of the fit protocol: public checks, charge, generator.
+
+        Returns
+        -------
+        budget : PrivacyBudget
+        rng : numpy.random.Generator
+            The only source of this fit's noise.
+        """
+        self._check_public(n_samples, n_features)
+        budget, record = self._charge_budget(budget)
+        return budget, fit_generator(self.random_state, record)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.non_deterministic = True
         return tags
+
+
+def is_integral(value):
+    return isinstance(value, Integral) and not isinstance(value, bool)

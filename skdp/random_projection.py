@@ -8,8 +8,8 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
 from ._budget import PrivacyBudget
-from ._validation import check_data_norm, check_epsilon_delta, check_generator, clip_rows
-from .base import PrivateEstimatorMixin
+from ._validation import check_data_norm, check_epsilon_delta, clip_rows, public_shape
+from .base import PrivateEstimatorMixin, private_fit
 from .mechanisms.ndis import _cached_rp_noise_multiplier, gaussian_sketch
 
 __all__ = ["PrivateRandomProjection"]
@@ -113,6 +113,22 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
         self.accountant = accountant
         self.chunk_size = chunk_size
 
+    def _sketch_rows(self, d):
+        return max(300, d) if self.sketch_size is None else int(self.sketch_size)
+
+    def _check_public(self, n_samples, n_features):
+        """Errors decided by the parameters and the shape of X alone."""
+        super()._check_public(n_samples, n_features)
+        if n_features is None:
+            return
+        r = self._sketch_rows(n_features)
+        if r < n_features:
+            raise ValueError(f"sketch_size={r} must be >= n_features={n_features}.")
+        if self.n_components is not None and self.n_components > n_features:
+            raise ValueError(
+                f"n_components={self.n_components} must be <= n_features={n_features}.")
+
+    @private_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Release the DP sketch of X and its top right singular vectors.
@@ -128,25 +144,22 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
         """
         from .linear_model._ols import default_delta
 
-        n = _num_samples(X)
+        n, d_public = public_shape(X)
+        if n is None:
+            n = _num_samples(X)  # raises sklearn's error for inputs that are not array-like
         delta = default_delta(n) if self.delta is None else self.delta
         epsilon, delta = check_epsilon_delta(self.epsilon, delta, require_delta=True)
-        budget = self._charge_budget(PrivacyBudget(epsilon, delta))
+        budget, rng = self._start_fit(n, d_public, PrivacyBudget(epsilon, delta))
         self.delta_ = budget.delta
         X = validate_data(self, X, dtype=np.float64)
         n, d = X.shape
-        r = max(300, d) if self.sketch_size is None else int(self.sketch_size)
-        if r < d:
-            raise ValueError(f"sketch_size={r} must be >= n_features={d}.")
+        r = self._sketch_rows(d)
         k = d if self.n_components is None else int(self.n_components)
-        if k > d:
-            raise ValueError(f"n_components={k} must be <= n_features={d}.")
         data_norm = check_data_norm(X, self.data_norm, estimator=self)
         self.data_norm_ = data_norm
         X = clip_rows(X, data_norm)
         self.noise_multiplier_ = _cached_rp_noise_multiplier(epsilon, delta, r)
         self.sigma_ = float(data_norm * self.noise_multiplier_)
-        rng = check_generator(self.random_state)
         self.sketch_ = gaussian_sketch(X, r, self.sigma_, random_state=rng,
                                        chunk_size=self.chunk_size) / np.sqrt(r)
         self.sketch_size_ = r

@@ -323,5 +323,5 @@ def test_infers_data_norm_with_warning_and_clips():
     assert clf.data_norm is None
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
-        clf = PrivateLogisticRegression(C=0.1, data_norm=1.0, random_state=0).fit(X, y)
+        clf = PrivateLogisticRegression(C=0.1, data_norm=1.0, classes=[0, 1], random_state=0).fit(X, y)
     assert clf.data_norm_ == 1.0

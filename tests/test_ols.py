@@ -118,7 +118,6 @@ def test_relative_dp_warns_and_can_drop_noise():
 @pytest.mark.parametrize(
     "params, X, y, msg",
     [
-        (dict(label_bound=0.5), np.ones((10, 2)), np.ones(10), "label_bound"),
         (dict(method="sketch", sketch_size=2), np.ones((10, 2)), np.zeros(10), "sketch_size"),
         (dict(epsilon=0.0), np.ones((10, 2)), np.zeros(10), "epsilon"),
         (dict(epsilon=-2.0), np.ones((10, 2)), np.zeros(10), "epsilon"),
@@ -133,6 +132,20 @@ def test_bad_input(params, X, y, msg):
     base.update(params)
     with pytest.raises(ValueError, match=msg):
         PrivateOLS(**base).fit(X, y)
+
+
+@pytest.mark.parametrize("method", ["adassp", "ssp", "sketch"])
+def test_labels_beyond_the_bound_are_clipped_not_reported(method):
+    # |y| > label_bound is clipped like rows beyond data_norm: the fit equals the fit on
+    # the clipped labels (same seed) and nothing is raised or printed
+    X, y, _ = _data(n=400)
+    y_big = y.copy()
+    y_big[:5] = 1234.5678
+    params = dict(method=method, data_norm=1.0, label_bound=1.0, delta=1e-5, random_state=3)
+    a = PrivateOLS(**params).fit(X, y_big)
+    b = PrivateOLS(**params).fit(X, np.clip(y_big, -1.0, 1.0))
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert a.label_bound_ == 1.0
 
 
 def test_features_are_clipped_and_bounds_inferred_with_warning():

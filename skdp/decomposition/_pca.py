@@ -89,9 +89,10 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..base import PrivateEstimatorMixin
-from .._validation import check_data_norm, check_generator, row_norms
-from ..mechanisms import Query, calibrate
+from ..base import PrivateEstimatorMixin, private_fit
+from .._validation import check_data_norm, check_epsilon_delta, public_shape, row_norms
+from ..mechanisms import Query, calibrate, get_mechanism
+from ..mechanisms.selection import candidates
 
 __all__ = ["PrivatePCA"]
 
@@ -325,6 +326,7 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
         self.accountant = accountant
 
     # ------------------------------------------------------------------
+    @private_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Fit the private PCA model on X.
@@ -355,22 +357,40 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
         """
         return self.fit(X).transform(X)
 
+    def _check_public(self, n_samples, n_features):
+        """Errors decided by the parameters and the shape of X alone."""
+        super()._check_public(n_samples, n_features)
+        if not n_features:  # unknown, or 0 (validate_data reports it)
+            return
+        if isinstance(self.n_components, Integral) and self.n_components > n_features:
+            raise ValueError(
+                f"n_components={self.n_components} must be at most n_features={n_features}."
+            )
+        eps, delta = check_epsilon_delta(self.epsilon, self.delta)
+        size = n_features if self.centered else n_features + 1
+        query = _gram_query(max(n_samples or 1, 1), n_features, 1.0,
+                            0.0 if self.centered else _MEAN_WEIGHT)
+        if self.mechanism != "auto":
+            reason = get_mechanism(_MECHANISMS[self.mechanism]).applicable(query, eps, delta)
+        else:
+            reason = None if candidates(query, eps, delta) else "no verified mechanism applies"
+        if reason is not None:
+            raise ValueError(
+                f"PrivatePCA(mechanism={self.mechanism!r}) cannot release the {size} x {size} "
+                f"second-moment matrix at epsilon={eps}, delta={delta}: {reason}."
+            )
+
     def _fit(self, X):
-        budget = self._charge_budget()
+        budget, rng = self._start_fit(*public_shape(X))
         X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=1)
         n, d = X.shape
         n_components = self.n_components
-        if isinstance(n_components, Integral) and n_components > d:
-            raise ValueError(
-                f"n_components={n_components} must be at most n_features={d}."
-            )
         R = check_data_norm(X, self.data_norm, estimator=self)
         self.data_norm_ = R
         c = 0.0 if self.centered else _MEAN_WEIGHT * R
 
         query = _gram_query(n, d, R, c)
         spec = calibrate(query, budget.epsilon, budget.delta, mechanism=_MECHANISMS[self.mechanism])
-        rng = check_generator(self.random_state)
         noisy = spec.privatize(_clipped_gram(X, R, c), random_state=rng)
         noisy = (noisy + noisy.T) / 2.0  # post-processing; no-op for symmetric noise
         self.noise_spec_ = spec

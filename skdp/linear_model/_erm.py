@@ -172,13 +172,19 @@ from scipy import integrate, linalg, optimize
 from scipy.linalg import blas
 from scipy.special import expit, gammaln
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
-from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_data_norm, check_generator, clip_rows
-from ..base import PrivateEstimatorMixin
+from .._validation import (
+    check_classes,
+    check_data_norm,
+    check_epsilon_delta,
+    clip_rows,
+    encode_labels,
+    public_shape,
+)
+from ..base import PrivateEstimatorMixin, private_fit
 from ..mechanisms import Query, calibrate, get_mechanism
 from ..mechanisms.gaussian import analytic_gaussian_mu
 
@@ -555,6 +561,7 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
         **PrivateEstimatorMixin._privacy_parameter_constraints,
         "perturbation": [StrOptions({"output", "objective", "gradient"})],
         "mechanism": [str],
+        "classes": [None, "array-like"],
         "C": [Interval(Real, 0, None, closed="neither")],
         "fit_intercept": ["boolean"],
         "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
@@ -565,9 +572,49 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
         "learning_rate": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
     }
 
+    _min_samples = 2
+
     def _loss(self):
         raise NotImplementedError
 
+    def _check_public(self, n_samples, n_features):
+        """Errors decided by the parameters, ``classes`` and the shape of X alone."""
+        super()._check_public(n_samples, n_features)
+        classes = check_classes(self.classes, self)
+        eps, delta = check_epsilon_delta(self.epsilon, self.delta)
+        named = self.mechanism != "auto"
+        mech = get_mechanism(self.mechanism) if named else None  # unknown names -> ValueError
+        pure = _is_pure(self.mechanism, delta)
+        if delta == 0 and not pure:
+            raise ValueError(
+                f"mechanism {self.mechanism!r} is not pure: it needs delta > 0 (use delta > 0, "
+                "or a pure mechanism such as 'gamma_norm' or mechanism='auto' for delta = 0)."
+            )
+        if (self.perturbation == "objective" and delta > 0 and named and mech.verified
+                and not mech.pure and self.mechanism != "analytic_gaussian"):
+            raise ValueError(
+                f"objective perturbation with delta > 0 supports mechanism='auto', "
+                f"'analytic_gaussian' or a pure mechanism; got {self.mechanism!r} (its "
+                "calibration is not derived for the Jacobian/subspace argument of AMP)."
+            )
+        if self.perturbation == "gradient" and self.batch_size is not None and (
+                n_samples is None or self.batch_size < n_samples):
+            if not (self.mechanism in ("auto", "analytic_gaussian") and delta > 0):
+                raise ValueError(
+                    "Poisson subsampling (batch_size < n) is accounted only for Gaussian noise "
+                    "(mechanism='auto' or 'analytic_gaussian' with delta > 0)."
+                )
+        if named and classes is not None and n_features is not None:
+            K = 1 if classes.size == 2 else classes.size
+            shape = (K, n_features + (1 if self.fit_intercept else 0))
+            per_step = (eps, delta)
+            if self.perturbation == "gradient":  # basic composition per step
+                per_step = (eps / self.max_iter, delta / self.max_iter)
+            reason = mech.applicable(Query(shape=shape, l2_sensitivity=1.0), *per_step)
+            if reason is not None:
+                raise ValueError(f"mechanism {self.mechanism!r} cannot be used here: {reason}.")
+
+    @private_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
         """Fit the private model.
@@ -577,7 +624,7 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
         X : array-like of shape (n_samples, n_features)
             Training rows; rows with norm above ``data_norm`` are clipped to it.
         y : array-like of shape (n_samples,)
-            Class labels (at least two classes).
+            Class labels, all in ``classes`` when it is given.
         sample_weight : None
             Not supported: per-sample weights change the sensitivity. Passing
             anything but ``None`` raises ``ValueError``.
@@ -593,32 +640,24 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
                 "sensitivity of the fit and no bound on them is declared."
             )
         loss = self._loss()
-        if self.mechanism != "auto":
-            get_mechanism(self.mechanism)  # unknown names -> ValueError
-        budget = self._charge_budget()
+        classes = check_classes(self.classes, self)
+        budget, rng = self._start_fit(*public_shape(X))
         eps, delta = budget.epsilon, budget.delta
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
         check_classification_targets(y)
-        enc = LabelEncoder()
-        y_idx = enc.fit_transform(y)
-        self.classes_ = enc.classes_
-        n_classes = len(self.classes_)
-        if n_classes < 2:
-            raise ValueError(
-                f"{type(self).__name__} needs samples of at least 2 classes in the data, "
-                f"but the data contain only one class: {self.classes_[0]!r}."
-            )
+        classes_, y_idx = encode_labels(y, classes, self)
+        n_classes = len(classes_)
         n, d = X.shape
-        self.data_norm_ = check_data_norm(X, self.data_norm, estimator=self)
-        Xc = clip_rows(X, self.data_norm_)
+        data_norm = check_data_norm(X, self.data_norm, estimator=self)
+        Xc = clip_rows(X, data_norm)
         if self.fit_intercept:
-            s = self.intercept_scaling * self.data_norm_
+            s = self.intercept_scaling * data_norm
             U = np.hstack([Xc, np.full((n, 1), s)])
-            R = float(np.hypot(self.data_norm_, s))
+            R = float(np.hypot(data_norm, s))
         else:
             s = None
             U = Xc
-            R = float(self.data_norm_)
+            R = float(data_norm)
         if n_classes == 2:
             Y = np.where(y_idx == 1, 1.0, -1.0)[:, None]
         else:
@@ -626,7 +665,6 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
         K = Y.shape[1]
         lam = 1.0 / (n * self.C)
         gamma = self.tol * R / n
-        rng = check_generator(self.random_state)
         if self.perturbation == "output":
             W, specs, info = _output_perturbation(
                 U, Y, loss, lam, R, n, eps, delta, self.mechanism, gamma, self.max_iter, rng)
@@ -642,6 +680,8 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
         info["lipschitz"] = R
         info["smoothness"] = loss.curvature * R**2
         info["n_samples"] = n
+        self.classes_ = classes_
+        self.data_norm_ = data_norm
         self.noise_spec_ = specs if len(specs) > 1 else specs[0]
         self.privacy_info_ = info
         if self.fit_intercept:

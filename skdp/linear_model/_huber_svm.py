@@ -27,7 +27,7 @@ class PrivateHuberSVM(_BasePrivateLinearClassifier):
 
     Parameters
     ----------
-    epsilon, delta, perturbation, mechanism, data_norm, C, fit_intercept, \
+    epsilon, delta, perturbation, mechanism, data_norm, classes, C, fit_intercept, \
 intercept_scaling, max_iter, tol, batch_size, clip_norm, learning_rate, \
 random_state, accountant
         As in :class:`PrivateLogisticRegression`.
@@ -51,7 +51,7 @@ random_state, accountant
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(2000, 3)); X /= np.linalg.norm(X, axis=1, keepdims=True)
     >>> y = (X[:, 0] > 0).astype(int)
-    >>> clf = PrivateHuberSVM(epsilon=1.0, data_norm=1.0, C=0.05, random_state=0)
+    >>> clf = PrivateHuberSVM(epsilon=1.0, data_norm=1.0, classes=[0, 1], C=0.05, random_state=0)
     >>> clf.fit(X, y).score(X, y) > 0.8
     True
     """
@@ -62,7 +62,7 @@ random_state, accountant
     }
 
     def __init__(self, epsilon=1.0, delta=1e-5, perturbation="objective", mechanism="auto",
-                 data_norm=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
+                 data_norm=None, classes=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
                  max_iter=1000, tol=1e-6, batch_size=None, clip_norm=None,
                  learning_rate="auto", h=0.1, random_state=None, accountant=None):
         self.epsilon = epsilon
@@ -70,6 +70,7 @@ random_state, accountant
         self.perturbation = perturbation
         self.mechanism = mechanism
         self.data_norm = data_norm
+        self.classes = classes
         self.C = C
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling

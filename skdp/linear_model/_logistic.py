@@ -46,6 +46,15 @@ class PrivateLogisticRegression(_BasePrivateLinearClassifier):
     data_norm : float, default=None
         Public bound on the Euclidean norm of every row of ``X``. ``None``
         infers it from the data with a :class:`~skdp.PrivacyLeakWarning`.
+    classes : array-like of shape (n_classes,), default=None
+        The public set of class labels (at least two). The released model
+        (``classes_``, the shape of ``coef_``, the number of one-vs-rest
+        problems) depends on it alone: declared classes absent from the
+        data are fitted like any other, and labels outside it raise a
+        ``ValueError`` that names no label. ``None`` infers the classes from
+        the data with a :class:`~skdp.PrivacyLeakWarning`: the set of labels
+        present is private (a neighbouring dataset may lack one), so that
+        fit is not differentially private.
     C : float, default=1.0
         Inverse regularisation strength as in scikit-learn. The output
         perturbation sensitivity ``2 sqrt(K) R C`` does not shrink with n:
@@ -75,6 +84,7 @@ class PrivateLogisticRegression(_BasePrivateLinearClassifier):
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
+        ``classes`` (sorted) when given, else the labels found in the data.
     coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
     intercept_ : ndarray of shape (1,) or (n_classes,)
     data_norm_ : float
@@ -101,13 +111,14 @@ class PrivateLogisticRegression(_BasePrivateLinearClassifier):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(2000, 3)); X /= np.linalg.norm(X, axis=1, keepdims=True)
     >>> y = (X[:, 0] > 0).astype(int)
-    >>> clf = PrivateLogisticRegression(epsilon=1.0, data_norm=1.0, C=0.05, random_state=0)
+    >>> clf = PrivateLogisticRegression(epsilon=1.0, data_norm=1.0, classes=[0, 1], C=0.05,
+    ...                                 random_state=0)
     >>> clf.fit(X, y).score(X, y) > 0.8
     True
     """
 
     def __init__(self, epsilon=1.0, delta=1e-5, perturbation="objective", mechanism="auto",
-                 data_norm=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
+                 data_norm=None, classes=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
                  max_iter=1000, tol=1e-6, batch_size=None, clip_norm=None,
                  learning_rate="auto", random_state=None, accountant=None):
         self.epsilon = epsilon
@@ -115,6 +126,7 @@ class PrivateLogisticRegression(_BasePrivateLinearClassifier):
         self.perturbation = perturbation
         self.mechanism = mechanism
         self.data_norm = data_norm
+        self.classes = classes
         self.C = C
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling

@@ -15,12 +15,13 @@ from .._budget import PrivacyBudget
 from .._validation import (
     check_data_norm,
     check_epsilon_delta,
-    check_generator,
+    _leak_warning,
     check_positive_finite,
     clip_rows,
+    public_shape,
 )
-from ..base import PrivateEstimatorMixin
-from ..exceptions import PrivacyGuaranteeWarning, PrivacyLeakWarning
+from ..base import PrivateEstimatorMixin, private_fit
+from ..exceptions import PrivacyGuaranteeWarning
 from ..leverage import leverage_scores, residual_scores
 from ..mechanisms import Query, calibrate
 from ..mechanisms.ndis import (
@@ -72,7 +73,8 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
 
     Neighbouring relation: replace-one record ``(x, y)``, n public. Public
     bounds: ``||x|| <= data_norm`` (rows are clipped to it) and
-    ``|y| <= label_bound`` (labels outside raise ``ValueError``).
+    ``|y| <= label_bound`` (labels outside are clipped to it, like rows beyond
+    ``data_norm``; never trusted, never reported).
 
     Intercept: with ``fit_intercept=True`` every row is augmented with a
     constant ``c = data_norm`` (a public value on the feature scale), so the
@@ -156,7 +158,7 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     label_bound : float or None, default=None
         Public bound on ``|y|``. ``None``: inferred with a
         PrivacyLeakWarning (``label_bound_``). Labels outside the bound
-        raise ``ValueError``.
+        are clipped to ``[-label_bound, label_bound]``.
     sketch_size : int or None, default=None
         ``r`` for "sketch", "ls", "als" (``None``: ``max(300, 2 (p+1))``, the
         paper's Cancer setting). Must be ``>= p + 1``.
@@ -246,6 +248,27 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     def _resolve_method(self):
         return "adassp" if self.method == "auto" else self.method
 
+    def _check_public(self, n_samples, n_features):
+        """Errors decided by the parameters and the shape of X alone."""
+        super()._check_public(n_samples, n_features)
+        method = self._resolve_method()
+        if self.relative_dp and method not in ("sketch", "ls", "als"):
+            raise ValueError(
+                f"relative_dp=True is only available for 'sketch', 'ls', 'als', not {method!r}.")
+        if self.delta is None and n_samples is not None and n_samples < 2:
+            default_delta(n_samples)  # raises with a clear message
+        if method in ("sketch", "ls", "als") and n_features is not None:
+            p = n_features + (1 if self.fit_intercept else 0)
+            r = self._sketch_rows(p)
+            if r < p + 1:
+                raise ValueError(
+                    f"sketch_size={r} must be >= the number of columns of [X, (1), y] = {p + 1}."
+                )
+
+    def _sketch_rows(self, p):
+        return max(300, 2 * (p + 1)) if self.sketch_size is None else int(self.sketch_size)
+
+    @private_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit the private linear model.
@@ -254,15 +277,17 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+            Targets; values outside ``[-label_bound, label_bound]`` are
+            clipped to it.
 
         Returns
         -------
         self
         """
         method = self._resolve_method()
-        if self.relative_dp and method not in ("sketch", "ls", "als"):
-            raise ValueError(f"relative_dp=True is only available for 'sketch', 'ls', 'als', not {method!r}.")
-        n = _num_samples(X)  # public
+        n, d_public = public_shape(X)
+        if n is None:
+            n = _num_samples(X)  # raises sklearn's error for inputs that are not array-like
         delta = default_delta(n) if self.delta is None else self.delta
         epsilon, delta = check_epsilon_delta(self.epsilon, delta, require_delta=True)
         if method in _UNVERIFIED:
@@ -272,16 +297,16 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                    if method == "ls" else
                    "it is only asymptotically DP (central limit theorem in the sketch size)."),
                 PrivacyGuaranteeWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
         if self.relative_dp:
             warnings.warn(
                 "relative_dp=True: the noise decision depends on the private data's leverage; "
                 "the result is relative DP with respect to this dataset, NOT differential privacy.",
                 PrivacyGuaranteeWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
-        budget = self._charge_budget(PrivacyBudget(epsilon, delta))
+        budget, rng = self._start_fit(n, d_public, PrivacyBudget(epsilon, delta))
         self.delta_ = budget.delta
 
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
@@ -290,21 +315,16 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         self.data_norm_ = data_norm
         if self.label_bound is None:
             lb = float(np.max(np.abs(y))) if y.size else 0.0
-            warnings.warn(
-                f"PrivateOLS: label_bound was not given, so it was inferred from the data as "
-                f"{lb:.6g}. This leaks information about the private data and voids the privacy "
-                "guarantee. Pass label_bound as a public bound to avoid this.",
-                PrivacyLeakWarning,
-                stacklevel=2,
-            )
+            _leak_warning(self, "label_bound", "label_bound_")
+            if not np.isfinite(lb) or lb > np.sqrt(np.finfo(np.float64).max):
+                raise ValueError(
+                    "label_bound was not given and |y| is too large to infer it in float64. "
+                    "Pass label_bound as a public bound.")
             lb = lb if lb > 0 else 1.0
         else:
             lb = check_positive_finite(self.label_bound, "label_bound")
-            if np.any(np.abs(y) > lb):
-                raise ValueError(
-                    f"labels must satisfy |y| <= label_bound = {lb}; found max |y| = "
-                    f"{float(np.max(np.abs(y))):.6g}. Clip or rescale the labels with public bounds."
-                )
+        # labels beyond the public bound are clipped, never trusted nor reported
+        y = np.clip(y, -lb, lb)
         self.label_bound_ = lb
         X = clip_rows(X, data_norm)
         c = data_norm
@@ -313,16 +333,8 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         p = X.shape[1]
         Lx2 = data_norm**2 * (2.0 if self.fit_intercept else 1.0)
         R2 = Lx2 + lb**2
-        rng = check_generator(self.random_state)
 
-        r = self.sketch_size
-        if method in ("sketch", "ls", "als"):
-            if r is None:
-                r = max(300, 2 * (p + 1))
-            if r < p + 1:
-                raise ValueError(
-                    f"sketch_size={r} must be >= the number of columns of [X, (1), y] = {p + 1}."
-                )
+        r = self._sketch_rows(p) if method in ("sketch", "ls", "als") else self.sketch_size
         self.sketch_size_ = r
         self.sigma_, self.noise_spec_, self.ridge_ = None, None, 0.0
         Z = np.column_stack([X, y])

@@ -13,7 +13,7 @@ its selection step is not covered at all.
 """
 
 import numbers
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
@@ -23,7 +23,8 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, indexable
 
 from .._budget import PrivacyBudget
-from .._validation import check_generator
+from .._validation import check_generator, public_shape
+from ..base import BOUND_PARAMETERS, private_fit
 from ..mechanisms import Query, calibrate
 
 __all__ = ["PrivateGridSearchCV", "random_stopping_runs"]
@@ -50,13 +51,13 @@ def _privacy_param_names(estimator, key):
     )
 
 
-def _with_budget(estimator, epsilon, delta, seed):
+def _with_budget(estimator, epsilon, delta):
     """Clone ``estimator`` so that its private steps together spend (epsilon, delta).
 
     The ``m`` private steps (parameters named ``epsilon`` at any depth) get
     ``epsilon / m`` and ``delta / m`` each (basic composition); their
-    accountants are removed (the search charges its own accountant once) and
-    their random states are seeded from ``seed``.
+    accountants are removed (the search charges the ledger once, with its
+    total).
     """
     est = clone(estimator)
     eps_names = _privacy_param_names(est, "epsilon")
@@ -66,10 +67,65 @@ def _with_budget(estimator, epsilon, delta, seed):
         params[name] = delta / m
     for name in _privacy_param_names(est, "accountant"):
         params[name] = None
-    rs = np.random.default_rng(seed)
-    for name in _privacy_param_names(est, "random_state"):
-        params[name] = int(rs.integers(0, 2**31 - 1))
     return est.set_params(**params)
+
+
+def _fit_run(est, seed_seq, X, y, fit_params):
+    """Fit one run with seeds from ``seed_seq``, then forget them.
+
+    Every ``random_state`` (at any depth) gets an int from its own child of
+    the search's seed sequence for the duration of the fit and is reset to
+    ``None`` afterwards, so no released model carries a seed that would
+    reproduce its noise.
+    """
+    names = _privacy_param_names(est, "random_state")
+    children = seed_seq.spawn(len(names))
+    est.set_params(**{name: int(child.generate_state(1, np.uint32)[0] & 0x7FFFFFFF)
+                      for name, child in zip(names, children)})
+    try:
+        est.fit(X, y, **fit_params)
+    finally:
+        est.set_params(**{name: None for name in names})
+    return est
+
+
+def _search_seed_sequence(random_state, spend):
+    """The search's root seed sequence (see :func:`skdp._validation.fit_generator`)."""
+    if random_state is None:
+        return np.random.SeedSequence()
+    serial = getattr(spend, "serial", -1)
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if serial is not None and serial >= 0:
+            return np.random.SeedSequence(int(random_state), spawn_key=(int(serial),))
+        return np.random.SeedSequence(int(random_state))
+    rng = check_generator(random_state)
+    return np.random.SeedSequence(rng.integers(0, 2**63, size=4).tolist())
+
+
+def _sub_estimators(est):
+    return [est] + [v for k, v in est.get_params(deep=True).items()
+                    if hasattr(v, "get_params") and not isinstance(v, type)]
+
+
+def _check_candidate(est, n_samples, n_features):
+    """Raise, before the charge, every error the candidate's public settings decide."""
+    for sub in _sub_estimators(est):
+        if hasattr(sub, "_validate_params"):
+            sub._validate_params()
+    for key in BOUND_PARAMETERS:
+        for name in _privacy_param_names(est, key):
+            if est.get_params(deep=True)[name] is None:
+                raise ValueError(
+                    f"PrivateGridSearchCV: the parameter {name!r} of the estimator is None, so "
+                    "it would be inferred from the private data inside the search and the "
+                    "search would not be differentially private. Pass it as a public input."
+                )
+    if hasattr(est, "_check_public"):
+        est._check_public(n_samples, n_features)
+    elif hasattr(est, "steps"):
+        for i, (_, step) in enumerate(est.steps):
+            if hasattr(step, "_check_public"):
+                step._check_public(n_samples, n_features if i == 0 else None)
 
 
 def _estimator_has(attr):
@@ -95,7 +151,11 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     ----------
     estimator : estimator object
         A private estimator (or a pipeline) whose steps that touch data all
-        have ``epsilon`` / ``delta`` parameters; the search sets them.
+        have ``epsilon`` / ``delta`` parameters; the search sets them. Its
+        public bounds (``data_norm``, ``label_bound``, ``classes``) must be
+        given: a bound left to be inferred from the data raises before
+        anything is charged. Every candidate's settings are validated before
+        the charge too.
         Non-private steps must be data-independent (e.g. a
         ``FunctionTransformer`` or a scaler fitted on public data).
     param_grid : dict or list of dicts
@@ -132,9 +192,15 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         also gets all of ``delta`` (random stopping) or half of it
         (exhaustive).
     accountant : ledger, default=None
-        Charged once, with the total, before the data are touched.
+        Charged once, with the total, before the data are touched. A ledger
+        set on the inner estimator instead is charged the same way (the
+        search never lets it be bypassed); two different ledgers raise.
     random_state : int, Generator or None, default=None
-        Seeds the split, the grid draws, the runs and the score noise.
+        Seeds the split, the grid draws, the runs and the score noise, through
+        independent spawned seed sequences (with a ledger, an int seed is
+        mixed with the spend's serial number, so two searches on one ledger
+        never share noise). The runs' seeds are forgotten after each fit: the
+        returned models have ``random_state=None``.
 
     Attributes
     ----------
@@ -233,7 +299,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         "refit": ["boolean"],
         "refit_fraction": [Interval(Real, 0, 1, closed="neither")],
         "accountant": [None, HasMethods(["spend"])],
-        "random_state": ["random_state"],
+        "random_state": ["random_state", np.random.Generator],
     }
 
     def __init__(self, estimator, param_grid, epsilon, delta=0.0, *,
@@ -316,6 +382,23 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             per_row = np.clip(np.nan_to_num(per_row, nan=lo), lo, hi)
         return float(spec.privatize(np.float64(per_row.mean()), random_state=rng))
 
+    def _ledger(self):
+        """The one ledger to charge: the search's, or the inner estimator's."""
+        ledgers = [] if self.accountant is None else [self.accountant]
+        params = self.estimator.get_params(deep=True)
+        for name in _privacy_param_names(self.estimator, "accountant"):
+            led = params[name]
+            if led is not None and all(led is not other for other in ledgers):
+                ledgers.append(led)
+        if len(ledgers) > 1:
+            raise ValueError(
+                "PrivateGridSearchCV: the search and its estimator are given different "
+                "accountants; the search charges one ledger once with its total. Set the "
+                "ledger on the search (or on the estimator) only."
+            )
+        return ledgers[0] if ledgers else None
+
+    @private_fit
     def fit(self, X, y=None, **fit_params):
         """Run the private search (charges the accountant first).
 
@@ -330,36 +413,51 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         self
         """
         self._validate_params()
+        # -- everything public, before the charge ---------------------------
         candidates, run, refit_budget = self._plan()
         lo, hi = self._score_range()
-        rng = check_generator(self.random_state)
+        ledger = self._ledger()
+        n, d = public_shape(X)
+        if n is None:
+            X, y = indexable(X, y)
+            n = len(y) if y is not None else X.shape[0]
+        n_val = int(round(self.validation_fraction * n))
+        if n_val < 1 or n - n_val < 2:
+            raise ValueError(f"{n} rows are too few for validation_fraction={self.validation_fraction}.")
+        for cand in candidates:
+            _check_candidate(_with_budget(self.estimator, run.epsilon, run.delta)
+                             .set_params(**cand), n - n_val, d)
+        if self.refit:
+            for cand in candidates:
+                _check_candidate(_with_budget(self.estimator, refit_budget.epsilon,
+                                              refit_budget.delta).set_params(**cand), n, d)
         gamma = (
             1.0 / len(candidates) if self.stopping_probability is None
             else float(self.stopping_probability)
         )
-        if self.strategy == "random_stopping":
-            n_runs = random_stopping_runs(gamma, rng)
-            picks = rng.integers(0, len(candidates), size=n_runs)
-        else:
-            picks = np.arange(len(candidates))
         total = PrivacyBudget(float(self.epsilon), float(self.delta))
 
         # -- charge before touching the data ---------------------------
-        if self.accountant is not None:
-            self.accountant.spend(total, source=type(self).__name__,
+        record = None
+        if ledger is not None:
+            record = ledger.spend(total, source=type(self).__name__,
                                   description=f"{self.strategy} search over "
                                               f"{len(candidates)} candidates")
         self.privacy_spent_ = total
         self.run_budget_ = run
         self.n_candidates_ = len(candidates)
+        root = _search_seed_sequence(self.random_state, record)
+        split_seq, pick_seq, run_seq, noise_seq, refit_seq = root.spawn(5)
+        if self.strategy == "random_stopping":
+            pick_rng = np.random.default_rng(pick_seq)
+            n_runs = random_stopping_runs(gamma, pick_rng)
+            picks = pick_rng.integers(0, len(candidates), size=n_runs)
+        else:
+            picks = np.arange(len(candidates))
 
         # -- data ----------------------------------------------------------
         X, y = indexable(X, y)
-        n = len(y) if y is not None else X.shape[0]
-        n_val = int(round(self.validation_fraction * n))
-        if n_val < 1 or n - n_val < 2:
-            raise ValueError(f"{n} rows are too few for validation_fraction={self.validation_fraction}.")
-        perm = rng.permutation(n)  # depends on n and the seed only
+        perm = np.random.default_rng(split_seq).permutation(n)  # depends on n and the seed only
         val_idx, train_idx = np.sort(perm[:n_val]), np.sort(perm[n_val:])
         X_tr, X_val = _take(X, train_idx), _take(X, val_idx)
         y_tr = None if y is None else _take(y, train_idx)
@@ -369,27 +467,25 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             Query(shape=(), l1_sensitivity=(hi - lo) / n_val), run.epsilon, 0.0,
             mechanism="laplace",
         )
-
+        noise_rng = np.random.default_rng(noise_seq)
         best, scores = None, []
-        for j in picks:
-            est = _with_budget(self.estimator, run.epsilon, run.delta,
-                               int(rng.integers(0, 2**31 - 1)))
-            est.set_params(**candidates[j])
-            est.fit(X_tr, y_tr, **fit_params)
-            s = self._noisy_score(est, X_val, y_val, self.score_noise_, rng)
+        for j, seq in zip(picks, run_seq.spawn(len(picks))):
+            est = _with_budget(self.estimator, run.epsilon, run.delta).set_params(**candidates[j])
+            _fit_run(est, seq, X_tr, y_tr, fit_params)
+            s = self._noisy_score(est, X_val, y_val, self.score_noise_, noise_rng)
             scores.append(s)
             if best is None or s > best[0]:
                 best = (s, int(j), est)
-        self._n_runs = len(picks)  # NOT releasable under random stopping (see Notes)
+        # the number of runs is not releasable under random stopping (see Notes): only the
+        # exhaustive strategy publishes its scores, and nothing else about the runs is kept
 
         self.best_score_, best_j, model = best
         self.best_index_ = best_j
         self.best_params_ = dict(candidates[best_j])
         if self.refit:
-            model = _with_budget(self.estimator, refit_budget.epsilon, refit_budget.delta,
-                                 int(rng.integers(0, 2**31 - 1)))
+            model = _with_budget(self.estimator, refit_budget.epsilon, refit_budget.delta)
             model.set_params(**self.best_params_)
-            model.fit(X, y, **fit_params)
+            _fit_run(model, refit_seq, X, y, fit_params)
         self.best_estimator_ = model
         if self.strategy == "exhaustive":
             scores = np.asarray(scores)
