@@ -59,7 +59,13 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
     data_norm : float or None, default=None
         Public bound on row norms; ``None`` infers it with a
         PrivacyLeakWarning (``data_norm_``).
-    random_state : None, int or Generator
+    random_state : int, Generator, RandomState or None, default=None
+        Source of the noise. ``None`` (use it for real releases) draws fresh OS
+        entropy for every fit. An int seed is for reproducible experiments:
+        whoever knows it can regenerate the noise, so keep it secret and do
+        not publish it with the model; charged to a ledger, it is mixed with
+        the spend's serial number so that two fits on one ledger never share
+        noise (see the privacy model).
     accountant : ledger or None
     chunk_size : int, default=10000
         Rows of X per chunk of the Gram accumulation.

@@ -230,7 +230,12 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
         If True, ``transform`` divides the projections by
         ``sqrt(explained_variance_)`` (floored at machine epsilon).
     random_state : int, Generator, RandomState or None, default=None
-        Source of the noise. None draws fresh OS entropy.
+        Source of the noise. ``None`` (use it for real releases) draws fresh OS
+        entropy for every fit. An int seed is for reproducible experiments:
+        whoever knows it can regenerate the noise, so keep it secret and do
+        not publish it with the model; charged to a ledger, it is mixed with
+        the spend's serial number so that two fits on one ledger never share
+        noise (see the privacy model).
     accountant : object with a ``spend`` method or None, default=None
         Optional privacy ledger charged ``(epsilon, delta)`` before any data
         is read.

@@ -77,7 +77,12 @@ class PrivateLogisticRegression(_BasePrivateLinearClassifier):
     learning_rate : "auto" or float, default="auto"
         Step size of the gradient route (``"auto"``: ``1/(R^2/4 + lambda)``).
     random_state : int, Generator, RandomState or None, default=None
-        Source of the noise.
+        Source of the noise. ``None`` (use it for real releases) draws fresh OS
+        entropy for every fit. An int seed is for reproducible experiments:
+        whoever knows it can regenerate the noise, so keep it secret and do
+        not publish it with the model; charged to a ledger, it is mixed with
+        the spend's serial number so that two fits on one ledger never share
+        noise (see the privacy model).
     accountant : object with ``spend``, default=None
         Optional privacy ledger charged before the data is touched.
 

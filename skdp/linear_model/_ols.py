@@ -163,7 +163,13 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         ``r`` for "sketch", "ls", "als" (``None``: ``max(300, 2 (p+1))``, the
         paper's Cancer setting). Must be ``>= p + 1``.
     fit_intercept : bool, default=True
-    random_state : None, int or Generator
+    random_state : int, Generator, RandomState or None, default=None
+        Source of the noise. ``None`` (use it for real releases) draws fresh OS
+        entropy for every fit. An int seed is for reproducible experiments:
+        whoever knows it can regenerate the noise, so keep it secret and do
+        not publish it with the model; charged to a ledger, it is mixed with
+        the spend's serial number so that two fits on one ledger never share
+        noise (see the privacy model).
     accountant : ledger or None
     relative_dp : bool, default=False
         Data-dependent "relative DP" variants (paper section 6) for
