@@ -6,7 +6,12 @@ Every estimator describes its statistic to one shared mechanism core
 
 from ._budget import PrivacyBudget, compose_advanced, compose_basic
 from ._ledger import BudgetLedger, SQLiteLedger
-from .exceptions import BudgetExceededError, PrivacyGuaranteeWarning, PrivacyLeakWarning
+from .exceptions import (
+    BudgetExceededError,
+    LedgerFileError,
+    PrivacyGuaranteeWarning,
+    PrivacyLeakWarning,
+)
 from . import mechanisms  # noqa: F401
 from .random_projection import PrivateRandomProjection
 from .linear_model import PrivateHuberSVM, PrivateLogisticRegression
@@ -24,6 +29,7 @@ __all__ = [
     "PrivacyLeakWarning",
     "PrivacyGuaranteeWarning",
     "BudgetExceededError",
+    "LedgerFileError",
     "mechanisms",
     "PrivateOLS",
     "PrivatePCA",

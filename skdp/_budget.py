@@ -11,6 +11,7 @@ neighbouring relation. Budgets compose:
   for any delta' > 0.
 """
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -69,8 +70,9 @@ class PrivacyBudget:
 
 def compose_basic(budgets):
     """Basic (sequential) composition: sum the epsilons and the deltas."""
-    eps = float(sum(b.epsilon for b in budgets))
-    delta = float(sum(b.delta for b in budgets))
+    budgets = list(budgets)
+    eps = math.fsum(b.epsilon for b in budgets)  # exact sums, as the ledgers compute them
+    delta = math.fsum(b.delta for b in budgets)
     if delta >= 1:
         raise ValueError(f"Composed delta {delta} is >= 1: the guarantee is void.")
     return PrivacyBudget(eps, delta)

@@ -34,6 +34,8 @@ import os
 import sqlite3
 import threading
 import time
+import urllib.parse
+import uuid
 import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -42,12 +44,13 @@ import numpy as np
 
 from ._budget import PrivacyBudget
 from ._validation import check_epsilon_delta, check_positive_finite
-from .exceptions import BudgetExceededError
+from .exceptions import BudgetExceededError, LedgerFileError
 
 __all__ = [
     "SpendRecord",
     "BudgetLedger",
     "SQLiteLedger",
+    "LedgerFileError",
     "compose_heterogeneous",
 ]
 
@@ -187,7 +190,32 @@ def _exceeded_message(ledger, budget, spent_eps, spent_delta):
 
 
 class _LedgerMixin:
-    """Reporting shared by both ledgers (needs ``epsilon``, ``delta``, ``spends``)."""
+    """Reporting shared by both ledgers (needs ``_epsilon``, ``_delta``, ``spends``).
+
+    The budget is fixed when a ledger is created: ``epsilon`` and ``delta``
+    are read-only properties, and the attributes behind them cannot be
+    rebound either (:meth:`__setattr__`).
+    """
+
+    _FROZEN = ("_epsilon", "_delta", "_ledger_id", "path")
+
+    @property
+    def epsilon(self):
+        """The ledger's total epsilon (read-only)."""
+        return self._epsilon
+
+    @property
+    def delta(self):
+        """The ledger's total delta (read-only)."""
+        return self._delta
+
+    def __setattr__(self, name, value):
+        if name in ("epsilon", "delta") or (name in self._FROZEN and name in self.__dict__):
+            raise AttributeError(
+                f"{type(self).__name__}.{name} is fixed when the ledger is created and cannot "
+                "be changed (a ledger's budget can never be raised)."
+            )
+        object.__setattr__(self, name, value)
 
     @property
     def budget(self):
@@ -307,7 +335,9 @@ class BudgetLedger(_LedgerMixin):
     """
 
     def __init__(self, epsilon, delta=0.0):
-        self.epsilon, self.delta = check_epsilon_delta(epsilon, delta)
+        eps, dl = check_epsilon_delta(epsilon, delta)
+        object.__setattr__(self, "_epsilon", eps)
+        object.__setattr__(self, "_delta", dl)
         self._lock = threading.Lock()
         self._records = []
         self._pid = os.getpid()
@@ -380,7 +410,7 @@ def _restore_budget_ledger(token, epsilon, delta, records):
         if live is not None:
             return live
     ledger = BudgetLedger(epsilon, delta)
-    ledger._records = list(records)
+    ledger._records = list(records)  # a read-only snapshot (spend refuses: _detached)
     ledger._detached = True
     del _LIVE_LEDGERS[ledger._token]
     return ledger
@@ -391,7 +421,8 @@ CREATE TABLE IF NOT EXISTS skdp_budget (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     epsilon REAL NOT NULL,
     delta REAL NOT NULL,
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    ledger_id TEXT
 );
 CREATE TABLE IF NOT EXISTS skdp_spends (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -458,7 +489,7 @@ class SQLiteLedger(_LedgerMixin):
     """
 
     def __init__(self, path, epsilon=None, delta=None, *, timeout=60.0, journal_mode="wal"):
-        self.path = os.fspath(path)
+        object.__setattr__(self, "path", os.fspath(path))
         self.timeout = check_positive_finite(timeout, "timeout")
         if journal_mode not in ("wal", "delete"):
             raise ValueError(f"journal_mode must be 'wal' or 'delete', got {journal_mode!r}.")
@@ -467,11 +498,36 @@ class SQLiteLedger(_LedgerMixin):
             raise ValueError("give epsilon together with delta (or neither, to open a ledger).")
         if epsilon is not None:
             epsilon, delta = check_epsilon_delta(epsilon, 0.0 if delta is None else delta)
-        self.epsilon, self.delta = self._open(epsilon, delta)
+        if not os.path.exists(self.path):
+            if epsilon is None:
+                raise FileNotFoundError(
+                    f"no ledger file at {self.path!r}. Create a ledger explicitly by giving its "
+                    "budget: SQLiteLedger(path, epsilon, delta)."
+                )
+            self._create(epsilon, delta)
+        stored_eps, stored_delta, ledger_id = self._read_budget()
+        if epsilon is not None and (epsilon, delta) != (stored_eps, stored_delta):
+            raise ValueError(
+                f"the ledger {self.path!r} was created with budget (epsilon={stored_eps!r}, "
+                f"delta={stored_delta!r}), not (epsilon={epsilon!r}, delta={delta!r}). A "
+                "ledger's budget cannot be changed; open it without epsilon/delta or use "
+                "a new file."
+            )
+        object.__setattr__(self, "_epsilon", stored_eps)
+        object.__setattr__(self, "_delta", stored_delta)
+        object.__setattr__(self, "_ledger_id", ledger_id)
 
     # -- connection -----------------------------------------------------
-    def _connect(self):
-        conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+    def _connect(self, create=False):
+        """A short-lived connection; never creates the file unless ``create``."""
+        if create:
+            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+        else:
+            uri = "file:" + urllib.parse.quote(os.path.abspath(self.path)) + "?mode=rw"
+            try:
+                conn = sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None)
+            except sqlite3.OperationalError as exc:
+                raise self._not_a_ledger("the file is missing or cannot be opened") from exc
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
             if self.journal_mode == "wal":
@@ -479,17 +535,35 @@ class SQLiteLedger(_LedgerMixin):
                 if mode.lower() != "wal":  # e.g. a file system without shared memory
                     raise sqlite3.OperationalError(f"could not enable WAL journal (got {mode!r}).")
             conn.execute("PRAGMA synchronous = FULL")
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                raise
+            raise self._not_a_ledger("it is not a readable SQLite database") from exc
         except BaseException:
             conn.close()
             raise
         return conn
 
+    def _not_a_ledger(self, why):
+        return LedgerFileError(
+            f"{self.path!r} is not a usable skdp ledger: {why}. A ledger whose file vanished, "
+            "was truncated or replaced refuses to spend (it never starts over with a full "
+            "budget). Restore the file from a backup (SQLiteLedger.backup) or create a new "
+            "ledger explicitly with SQLiteLedger(new_path, epsilon, delta)."
+        )
+
     @contextmanager
-    def _transaction(self):
+    def _transaction(self, create=False):
         """``BEGIN IMMEDIATE`` ... ``COMMIT`` (rollback on any error)."""
-        conn = self._connect()
+        conn = self._connect(create=create)
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.DatabaseError as exc:
+                if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                    raise
+                raise self._not_a_ledger("it is not a readable SQLite database") from exc
             try:
                 yield conn
             except BaseException:
@@ -499,32 +573,56 @@ class SQLiteLedger(_LedgerMixin):
         finally:
             conn.close()
 
-    def _open(self, epsilon, delta):
-        with self._transaction() as conn:
+    def _create(self, epsilon, delta):
+        """Create a new ledger file (only for a path that does not exist)."""
+        with self._transaction(create=True) as conn:
+            tables = conn.execute("SELECT name FROM sqlite_master").fetchall()
+            if tables:  # someone else created it between our check and now
+                raise FileExistsError(f"{self.path!r} already exists; open it instead.")
             for stmt in _SCHEMA.strip().split(";"):
                 if stmt.strip():
                     conn.execute(stmt)
-            row = conn.execute("SELECT epsilon, delta FROM skdp_budget WHERE id = 1").fetchone()
-            if row is None:
-                if epsilon is None:
-                    raise ValueError(
-                        f"{self.path!r} holds no privacy budget yet: give epsilon (and delta) "
-                        "to create the ledger."
-                    )
-                conn.execute(
-                    "INSERT INTO skdp_budget (id, epsilon, delta, created) VALUES (1, ?, ?, ?)",
-                    (epsilon, delta, time.time()),
-                )
-                return epsilon, delta
-            stored = (float(row[0]), float(row[1]))
-            if epsilon is not None and (epsilon, delta) != stored:
-                raise ValueError(
-                    f"the ledger {self.path!r} was created with budget (epsilon={stored[0]!r}, "
-                    f"delta={stored[1]!r}), not (epsilon={epsilon!r}, delta={delta!r}). A "
-                    "ledger's budget cannot be changed; open it without epsilon/delta or use "
-                    "a new file."
-                )
-            return stored
+            conn.execute(
+                "INSERT INTO skdp_budget (id, epsilon, delta, created, ledger_id) "
+                "VALUES (1, ?, ?, ?, ?)",
+                (epsilon, delta, time.time(), uuid.uuid4().hex),
+            )
+
+    def _budget_row(self, conn):
+        """``(epsilon, delta, ledger_id)`` stored in the file (migrating older files)."""
+        try:
+            cols = {r[1] for r in conn.execute("PRAGMA table_info(skdp_budget)").fetchall()}
+            if not cols or "epsilon" not in cols:
+                raise self._not_a_ledger("it holds no skdp budget table (a foreign file?)")
+            spend_cols = {r[1] for r in conn.execute("PRAGMA table_info(skdp_spends)").fetchall()}
+            if "epsilon" not in spend_cols:
+                raise self._not_a_ledger("it holds no skdp spends table (a foreign file?)")
+            if "ledger_id" not in cols:  # files written before ledger ids: migrate in place
+                conn.execute("ALTER TABLE skdp_budget ADD COLUMN ledger_id TEXT")
+                conn.execute("UPDATE skdp_budget SET ledger_id = ? WHERE id = 1",
+                             (uuid.uuid4().hex,))
+            row = conn.execute(
+                "SELECT epsilon, delta, ledger_id FROM skdp_budget WHERE id = 1").fetchone()
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                raise
+            raise self._not_a_ledger("the database is damaged (truncated?)") from exc
+        if row is None:
+            raise self._not_a_ledger("it holds no budget")
+        return float(row[0]), float(row[1]), str(row[2])
+
+    def _read_budget(self):
+        with self._transaction() as conn:
+            return self._budget_row(conn)
+
+    def _checked_budget(self, conn):
+        """The file's budget, after checking that it is still *this* ledger's file."""
+        eps, delta, ledger_id = self._budget_row(conn)
+        if ledger_id != self._ledger_id or (eps, delta) != (self._epsilon, self._delta):
+            raise self._not_a_ledger(
+                "the file at this path is a different ledger from the one this handle opened "
+                "(it was replaced)")
+        return eps, delta
 
     # -- spending -------------------------------------------------------
     @staticmethod
@@ -537,6 +635,10 @@ class SQLiteLedger(_LedgerMixin):
 
     def spend(self, budget, source="", description=""):
         """Atomically check that ``budget`` fits and record it (one transaction).
+
+        The budget is read from the file inside the same transaction as the
+        check and the insert (never from this Python object), and the file
+        must still be the ledger this handle opened.
 
         Parameters
         ----------
@@ -554,11 +656,14 @@ class SQLiteLedger(_LedgerMixin):
             If spent + budget exceeds the stored budget under basic
             composition; the transaction is rolled back and nothing is
             recorded.
+        LedgerFileError
+            If the file is missing, truncated, foreign or was replaced.
         """
         budget = _as_budget(budget)
         with self._transaction() as conn:
+            total_eps, total_delta = self._checked_budget(conn)
             spent_eps, spent_delta = self._sums(conn)
-            if not _fits(spent_eps, spent_delta, budget, self.epsilon, self.delta):
+            if not _fits(spent_eps, spent_delta, budget, total_eps, total_delta):
                 raise BudgetExceededError(_exceeded_message(self, budget, spent_eps, spent_delta))
             when, pid = time.time(), os.getpid()
             cur = conn.execute(
@@ -572,33 +677,85 @@ class SQLiteLedger(_LedgerMixin):
 
     @property
     def spends(self):
-        conn = self._connect()
-        try:
+        with self._transaction() as conn:
+            self._checked_budget(conn)
             rows = conn.execute(
                 "SELECT who, what, epsilon, delta, at, pid, id FROM skdp_spends ORDER BY id"
             ).fetchall()
-        finally:
-            conn.close()
         return [SpendRecord(r[0], r[1], float(r[2]), float(r[3]), float(r[4]), int(r[5]), int(r[6]))
                 for r in rows]
+
+    def backup(self, path):
+        """Write a consistent copy of the ledger to ``path`` (SQLite's online backup API).
+
+        Copying the database file alone is **not** a backup in WAL mode: the
+        committed spends may still sit in the ``-wal`` file beside it, and a
+        copy of the main file without it silently loses them. This method
+        copies the whole committed state, whatever the journal mode, while
+        other processes keep spending (they wait for the copy's read lock).
+
+        Restoring a backup puts the ledger back to the moment of the backup:
+        spends recorded after it are forgotten and their budget counted as
+        unspent. Only restore a backup after a loss of the file, and only one
+        taken after the last spend.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            Destination file; must not exist.
+
+        Returns
+        -------
+        SQLiteLedger
+            A handle on the copy.
+        """
+        dest = os.fspath(path)
+        if os.path.exists(dest):
+            raise FileExistsError(f"{dest!r} already exists; back up to a new file.")
+        src = self._connect()
+        try:
+            self._checked_budget(src)
+            out = sqlite3.connect(dest)
+            try:
+                src.backup(out)
+            finally:
+                out.close()
+        finally:
+            src.close()
+        return SQLiteLedger(dest, timeout=self.timeout, journal_mode=self.journal_mode)
 
     # -- pickling: reopen the same file ---------------------------------
     def __getstate__(self):
         return {
             "path": self.path,
-            "epsilon": self.epsilon,
-            "delta": self.delta,
+            "epsilon": self._epsilon,
+            "delta": self._delta,
+            "ledger_id": self._ledger_id,
             "timeout": self.timeout,
             "journal_mode": self.journal_mode,
         }
 
     def __setstate__(self, state):
-        self.path = state["path"]
+        object.__setattr__(self, "path", state["path"])
         self.timeout = state["timeout"]
         self.journal_mode = state["journal_mode"]
-        # reopen and check that the file still holds the same budget
-        self.epsilon, self.delta = self._open(state["epsilon"], state["delta"])
+        object.__setattr__(self, "_epsilon", state["epsilon"])
+        object.__setattr__(self, "_delta", state["delta"])
+        object.__setattr__(self, "_ledger_id", state.get("ledger_id"))
+        # reopen without ever creating: the file must still be this very ledger
+        if not os.path.exists(self.path):
+            raise self._not_a_ledger("the file is missing")
+        with self._transaction() as conn:
+            eps, delta, ledger_id = self._budget_row(conn)
+        if (eps, delta) != (state["epsilon"], state["delta"]):
+            raise ValueError(
+                f"the ledger {self.path!r} now holds budget (epsilon={eps!r}, delta={delta!r}), "
+                f"not (epsilon={state['epsilon']!r}, delta={state['delta']!r}): its budget "
+                "cannot be changed, so this handle refuses to reopen it."
+            )
+        if self._ledger_id is not None and ledger_id != self._ledger_id:
+            raise self._not_a_ledger("the file at this path is a different ledger (replaced)")
+        object.__setattr__(self, "_ledger_id", ledger_id)
 
     def __repr__(self):
         return f"{super().__repr__()[:-1]}; path={self.path!r})"
-

@@ -4,6 +4,7 @@ __all__ = [
     "PrivacyLeakWarning",
     "PrivacyGuaranteeWarning",
     "BudgetExceededError",
+    "LedgerFileError",
 ]
 
 
@@ -31,4 +32,12 @@ class BudgetExceededError(ValueError):
     """A fit would spend more privacy budget than the accountant has left.
 
     Raised before any data is touched; nothing is spent.
+    """
+
+
+class LedgerFileError(RuntimeError):
+    """A ledger file is missing, truncated, foreign or was replaced.
+
+    A ledger that cannot prove it is reading its own, intact records refuses
+    to spend: it never starts over with a full budget.
     """

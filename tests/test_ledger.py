@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from sklearn.base import BaseEstimator, clone
 
+import skdp
 from skdp import BudgetExceededError, BudgetLedger, PrivacyBudget, SQLiteLedger, compose_advanced
 from skdp._ledger import SpendRecord, _restore_budget_ledger, compose_heterogeneous
 
@@ -195,8 +196,8 @@ def test_threads_share_budget_ledger():
 # ----------------------------------------------------------------------
 def test_sqlite_reopen_budget_is_fixed(tmp_path):
     path = tmp_path / "l.sqlite"
-    with pytest.raises(ValueError, match="no privacy budget"):
-        SQLiteLedger(path)
+    with pytest.raises(FileNotFoundError, match="no ledger file"):
+        SQLiteLedger(path)  # opening never creates: creation needs the budget
     a = SQLiteLedger(path, 2.0, 1e-6)
     a.spend(PrivacyBudget(0.5), source="a")
     b = SQLiteLedger(path)  # opens the stored budget
@@ -396,3 +397,124 @@ def test_compose_heterogeneous_falls_back_to_basic():
         compose_heterogeneous([0.1], [0.0, 0.0], 1e-6)
     with pytest.raises(ValueError):
         compose_heterogeneous([0.1], [0.0], 0.0)
+
+
+# ----------------------------------------------------------------------
+# a ledger that cannot be fooled
+# ----------------------------------------------------------------------
+def test_budget_is_read_only(ledger_factory):
+    ledger = ledger_factory(1.0, 1e-6)
+    ledger.spend(PrivacyBudget(1.0))
+    for name, value in [("epsilon", 1e9), ("delta", 0.5), ("_epsilon", 1e9), ("_delta", 0.5)]:
+        with pytest.raises(AttributeError, match="cannot be changed"):
+            setattr(ledger, name, value)
+    with pytest.raises(BudgetExceededError):
+        ledger.spend(PrivacyBudget(0.1))
+    assert ledger.budget == PrivacyBudget(1.0, 1e-6)
+
+
+def test_sqlite_checks_the_budget_stored_in_the_file(tmp_path):
+    path = tmp_path / "l.sqlite"
+    ledger = SQLiteLedger(path, 1.0)
+    ledger.spend(PrivacyBudget(1.0))
+    state_before_edit = pickle.dumps(ledger)
+    # a second handle cannot raise the budget
+    with pytest.raises(ValueError, match="cannot be changed"):
+        SQLiteLedger(path, 2.0)
+    # the budget row edited behind the API's back: this handle refuses instead of trusting it
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE skdp_budget SET epsilon = 1e9")
+    conn.commit()
+    conn.close()
+    with pytest.raises(skdp.LedgerFileError, match="different ledger"):
+        ledger.spend(PrivacyBudget(0.5))
+    with pytest.raises(ValueError, match="cannot be changed"):
+        pickle.loads(state_before_edit)
+
+
+def _remove_ledger_files(path):
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        if os.path.exists(str(path) + suffix):
+            os.remove(str(path) + suffix)
+
+
+@pytest.mark.parametrize("journal_mode", ["wal", "delete"])
+def test_missing_truncated_foreign_or_replaced_files_refuse(tmp_path, journal_mode):
+    path = tmp_path / "l.sqlite"
+    ledger = SQLiteLedger(path, 1.0, journal_mode=journal_mode)
+    ledger.spend(PrivacyBudget(0.9))
+    state = pickle.dumps(ledger)
+    # deleted: spending refuses and unpickling does not recreate a full budget
+    _remove_ledger_files(path)
+    with pytest.raises(skdp.LedgerFileError, match="missing"):
+        ledger.spend(PrivacyBudget(0.5))
+    with pytest.raises(skdp.LedgerFileError):
+        pickle.loads(state)
+    assert not os.path.exists(path)
+    with pytest.raises(FileNotFoundError):
+        SQLiteLedger(path)
+    # replaced by a fresh ledger with the same budget: refused too (different ledger id)
+    SQLiteLedger(path, 1.0, journal_mode=journal_mode)
+    with pytest.raises(skdp.LedgerFileError, match="different ledger"):
+        ledger.spend(PrivacyBudget(0.5))
+    with pytest.raises(skdp.LedgerFileError, match="different ledger"):
+        pickle.loads(state)
+    # truncated to nothing, or cut in the middle
+    _remove_ledger_files(path)
+    other = tmp_path / "other.sqlite"
+    SQLiteLedger(other, 1.0, journal_mode="delete").spend(PrivacyBudget(0.1))
+    data = open(other, "rb").read()
+    for content in (b"", data[: len(data) // 3], b"not a database at all" * 10):
+        with open(path, "wb") as fh:
+            fh.write(content)
+        with pytest.raises(skdp.LedgerFileError):
+            SQLiteLedger(path)
+        with pytest.raises(skdp.LedgerFileError):
+            SQLiteLedger(path, 1.0)
+    # a foreign SQLite database
+    _remove_ledger_files(path)
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE t (x)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(skdp.LedgerFileError, match="foreign"):
+        SQLiteLedger(path, 1.0)
+
+
+def test_backup_keeps_every_committed_spend_in_wal_mode(tmp_path):
+    path = tmp_path / "l.sqlite"
+    ledger = SQLiteLedger(path, 100.0, journal_mode="wal")
+    for i in range(50):
+        ledger.spend(PrivacyBudget(0.5), source="s", description=str(i))
+    copy_path = tmp_path / "backup.sqlite"
+    copy = ledger.backup(copy_path)
+    assert len(copy.spends) == 50 and copy.spent == PrivacyBudget(25.0)
+    assert copy.budget == ledger.budget
+    with pytest.raises(FileExistsError):
+        ledger.backup(copy_path)
+    # the backup is self-contained: no -wal file is needed to read it
+    for suffix in ("-wal", "-shm"):
+        if os.path.exists(str(copy_path) + suffix):
+            os.remove(str(copy_path) + suffix)
+    assert len(SQLiteLedger(copy_path).spends) == 50
+
+
+def test_old_ledger_files_are_migrated(tmp_path):
+    path = tmp_path / "old.sqlite"
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        "CREATE TABLE skdp_budget (id INTEGER PRIMARY KEY CHECK (id = 1), epsilon REAL NOT NULL,"
+        " delta REAL NOT NULL, created REAL NOT NULL);"
+        "CREATE TABLE skdp_spends (id INTEGER PRIMARY KEY AUTOINCREMENT, who TEXT NOT NULL,"
+        " what TEXT NOT NULL, epsilon REAL NOT NULL, delta REAL NOT NULL, at REAL NOT NULL,"
+        " pid INTEGER NOT NULL);"
+        "INSERT INTO skdp_budget VALUES (1, 1.0, 0.0, 0.0);"
+        "INSERT INTO skdp_spends (who, what, epsilon, delta, at, pid) VALUES ('a','b',0.25,0,0,1);"
+    )
+    conn.commit()
+    conn.close()
+    ledger = SQLiteLedger(path)
+    assert ledger.spent == PrivacyBudget(0.25)
+    ledger.spend(PrivacyBudget(0.75))
+    with pytest.raises(BudgetExceededError):
+        SQLiteLedger(path).spend(PrivacyBudget(0.01))

@@ -18,7 +18,7 @@ from skdp import BudgetExceededError, BudgetLedger, PrivacyBudget, SQLiteLedger
 from skdp._validation import clip_rows, public_shape
 from skdp.base import PrivateEstimatorMixin
 from skdp.mechanisms import Query, calibrate
-from skdp.model_selection import PrivateGridSearchCV, random_stopping_runs
+from skdp.model_selection import PrivateGridSearchCV, random_stopping_runs, search_cost
 
 
 # ----------------------------------------------------------------------
@@ -374,3 +374,28 @@ def test_pipeline_pca_logistic_ledger_sums_both_steps():
     assert ledger.spent.epsilon == pytest.approx(1.0, rel=1e-12)
     assert ledger.spent.delta == pytest.approx(1e-6, rel=1e-12)
     assert pipe.predict(X).shape == (600,)
+
+
+def test_search_cost_prices_a_gridsearch_before_it_runs_and_matches_the_ledger():
+    X, y = _data(n=300)
+    ledger = BudgetLedger(100.0, 1e-3)
+    pipe = make_pipeline(
+        DPMeanCentering(epsilon=0.25, delta=1e-6, accountant=ledger),
+        DPMeanClassifier(epsilon=0.5, accountant=ledger),
+    )
+    gs = GridSearchCV(pipe, {"dpmeanclassifier__bias": [0.0, 0.1, 0.2],
+                             "dpmeanclassifier__epsilon": [0.5, 1.0, 0.5]},
+                      cv=3, error_score="raise")
+    cost = search_cost(gs, X, y)
+    # 9 candidates x 3 folds, then a refit of the most expensive candidate (1.25, 1e-6)
+    eps_fits = sum((0.25 + e) * 3 for e in [0.5, 1.0, 0.5] * 3)
+    assert cost.epsilon == pytest.approx(eps_fits + 1.25)
+    assert cost.delta == pytest.approx(1e-6 * (27 + 1))
+    gs.fit(X, y)
+    assert ledger.spent.epsilon <= cost.epsilon * (1 + 1e-12)
+    assert ledger.spent.delta == pytest.approx(cost.delta)
+    # a search that does not fit is refused before it starts
+    small = BudgetLedger(1.0)
+    assert not small.remaining.covers(cost)
+    assert search_cost(PrivateGridSearchCV(DPMeanClassifier(), GRID, epsilon=2.0), X, y) == \
+        PrivacyBudget(2.0, 0.0)

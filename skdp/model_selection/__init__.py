@@ -5,9 +5,11 @@ differential-privacy guarantee (Liu & Talwar 2019 random stopping, or all
 noisy scores under basic composition). ``sklearn.model_selection.GridSearchCV``
 also works with skdp estimators: give them a shared ledger
 (:class:`skdp.BudgetLedger` / :class:`skdp.SQLiteLedger`) as ``accountant``
-and every fit is recorded.
+and every fit is recorded; :func:`search_cost` prices such a search before
+it starts.
 """
 
+from ._cost import fit_cost, search_cost
 from ._search import PrivateGridSearchCV, random_stopping_runs
 
-__all__ = ["PrivateGridSearchCV", "random_stopping_runs"]
+__all__ = ["PrivateGridSearchCV", "random_stopping_runs", "search_cost", "fit_cost"]

@@ -1,0 +1,97 @@
+"""The privacy cost of a hyperparameter search, priced before it runs."""
+
+import math
+
+from sklearn.base import clone, is_classifier
+from sklearn.model_selection import ParameterGrid, ParameterSampler, check_cv
+from sklearn.utils.validation import _num_samples
+
+from .._budget import PrivacyBudget, compose_basic
+
+__all__ = ["search_cost", "fit_cost"]
+
+
+def _step_budgets(estimator, n_samples):
+    """(epsilon, delta) of every private step (a parameter named ``epsilon`` at any depth)."""
+    params = estimator.get_params(deep=True)
+    out = []
+    for name in sorted(params):
+        if name != "epsilon" and not name.endswith("__epsilon"):
+            continue
+        prefix = name[: -len("epsilon")]
+        delta = params.get(prefix + "delta", 0.0)
+        if delta is None:  # PrivateOLS / PrivateRandomProjection: delta = 1 / n^2
+            delta = 1.0 / float(n_samples) ** 2
+        out.append(PrivacyBudget(float(params[name]), float(delta)))
+    return out
+
+
+def fit_cost(estimator, n_samples):
+    """Budget one ``fit`` of ``estimator`` (or a pipeline) on ``n_samples`` rows spends.
+
+    The basic composition of its private steps' ``(epsilon, delta)``.
+    """
+    steps = _step_budgets(estimator, n_samples)
+    return compose_basic(steps) if steps else PrivacyBudget.zero()
+
+
+def search_cost(search, X, y=None, groups=None):
+    """Total (epsilon, delta) a search will spend, computed before it runs.
+
+    Every fit of a private estimator is a release charged to its ledger, so a
+    scikit-learn search costs the basic composition of ``n_candidates x
+    n_splits`` fits, plus one refit on all rows when ``refit`` is set (the
+    most expensive candidate is counted, since which one wins is not known in
+    advance). Check the price against the ledger before starting, and run the
+    search with ``error_score="raise"``: otherwise a refused fit becomes a NaN
+    score and the search goes on spending.
+
+    Parameters
+    ----------
+    search : GridSearchCV, RandomizedSearchCV or PrivateGridSearchCV
+        Unfitted search (only its parameters are read).
+    X : array-like
+        Only its number of rows is read (public).
+    y, groups : array-like, default=None
+        Passed to the splitter to count splits.
+
+    Returns
+    -------
+    PrivacyBudget
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.model_selection import GridSearchCV
+    >>> from skdp import BudgetLedger, PrivateLogisticRegression
+    >>> from skdp.model_selection import search_cost
+    >>> X, y = np.zeros((100, 2)), np.arange(100) % 2
+    >>> gs = GridSearchCV(PrivateLogisticRegression(epsilon=0.5, delta=1e-6, data_norm=1.0,
+    ...                                             classes=[0, 1]), {"C": [0.1, 1.0]}, cv=3)
+    >>> search_cost(gs, X, y)   # 2 candidates x 3 folds + refit = 7 fits
+    PrivacyBudget(epsilon=3.5, delta=7e-06)
+    >>> BudgetLedger(3.0, 1e-5).remaining.covers(search_cost(gs, X, y))
+    False
+    """
+    from ._search import PrivateGridSearchCV
+
+    if isinstance(search, PrivateGridSearchCV):
+        return PrivacyBudget(float(search.epsilon), float(search.delta))
+    n = _num_samples(X)
+    estimator = search.estimator
+    if hasattr(search, "param_grid"):
+        candidates = list(ParameterGrid(search.param_grid))
+    elif hasattr(search, "param_distributions"):
+        candidates = list(ParameterSampler(search.param_distributions, search.n_iter,
+                                           random_state=search.random_state))
+    else:
+        raise TypeError(f"cannot price a {type(search).__name__}: not a parameter search.")
+    cv = check_cv(search.cv, y, classifier=is_classifier(estimator))
+    n_splits = cv.get_n_splits(X, y, groups)
+    n_train = n - math.ceil(n / n_splits)  # smallest training part of a k-fold split
+    costs = [fit_cost(clone(estimator).set_params(**cand), n_train) for cand in candidates]
+    parts = [c for c in costs for _ in range(n_splits)]
+    if search.refit:
+        parts.append(max((fit_cost(clone(estimator).set_params(**cand), n)
+                          for cand in candidates), key=lambda b: (b.epsilon, b.delta)))
+    return compose_basic(parts) if parts else PrivacyBudget.zero()
