@@ -100,7 +100,7 @@ def test_output_perturbation_pure_scale():
 
 def test_output_sensitivity_bound_on_neighbours():
     """||W(D) - W(D')|| <= 2 R C for many random replace-one pairs (no noise involved)."""
-    from skdp.linear_model._erm import _minimize
+    from skdp.linear_model._solver import minimize
 
     rng = np.random.default_rng(1)
     n, d, C = 30, 3, 0.5
@@ -114,8 +114,8 @@ def test_output_sensitivity_bound_on_neighbours():
             U2, Y2 = U.copy(), Y.copy()
             U2[0] = -U[0]
             Y2[0] = -Y[0] if rng.random() < 0.5 else Y[0]
-            W1 = _minimize(U, Y, loss, lam, np.zeros((1, d)), 1e-12, 1000)
-            W2 = _minimize(U2, Y2, loss, lam, np.zeros((1, d)), 1e-12, 1000)
+            W1 = minimize(U, Y, loss, lam, np.zeros((1, d)), 1e-12, 1000, 1.0)
+            W2 = minimize(U2, Y2, loss, lam, np.zeros((1, d)), 1e-12, 1000, 1.0)
             worst = max(worst, np.linalg.norm(W1 - W2) / (2 * C))
     assert 0.3 < worst <= 1.0
 

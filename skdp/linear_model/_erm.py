@@ -42,10 +42,12 @@ the smoothness of one term in ``w`` is ``beta = c R^2``.
 Solver accuracy (all deterministic routes)
 ------------------------------------------
 Sensitivity bounds below hold for the *exact* minimiser. The solver
-(L-BFGS, then Newton polishing) runs until the gradient norm of the objective
-it minimises is at most the public tolerance ``gamma = tol * R / n``; if it cannot,
-the fit raises and releases nothing. With ``mu``-strong convexity,
-``||W~ - W*||_F <= gamma / mu`` for the returned ``W~``.
+(:func:`skdp.linear_model._solver.minimize`: L-BFGS and Newton, then a
+globally convergent damped Newton, then Nesterov's accelerated gradient with
+a public iteration cap) always returns a point whose gradient norm is at most
+the public tolerance ``gamma = tol * R / n``: it has no failure exit, so
+whether a model is released never depends on the data. With ``mu``-strong
+convexity, ``||W~ - W*||_F <= gamma / mu`` for the returned ``W~``.
 
 Output perturbation (Chaudhuri, Monteleoni & Sarwate 2011, Alg. 1 / Cor. 8)
 ----------------------------------------------------------------------------
@@ -168,8 +170,7 @@ from functools import lru_cache
 from numbers import Integral, Real
 
 import numpy as np
-from scipy import integrate, linalg, optimize
-from scipy.linalg import blas
+from scipy import integrate, optimize
 from scipy.special import expit, gammaln
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -187,6 +188,7 @@ from .._validation import (
 from ..base import PrivateEstimatorMixin, private_fit
 from ..mechanisms import Query, calibrate, get_mechanism
 from ..mechanisms.gaussian import analytic_gaussian_mu
+from ._solver import minimize
 
 __all__ = [
     "LogisticLoss",
@@ -196,7 +198,6 @@ __all__ = [
     "amp_epsilon_fraction",
 ]
 
-_COARSE_REL = 1e-2  # L-BFGS stops at this fraction of the initial gradient norm, then Newton
 _OUT_FRAC = 0.01  # share of (epsilon, delta) for the solver-error noise (Iyengar et al.)
 
 
@@ -247,105 +248,6 @@ class HuberLoss:
 
     def second(self, z):
         return np.where(np.abs(1.0 - z) <= self.h, self.curvature, 0.0)
-
-
-# ----------------------------------------------------------------------
-# deterministic solver
-# ----------------------------------------------------------------------
-def _obj_grad(wflat, U, Y, loss, lam, B):
-    n = U.shape[0]
-    W = wflat.reshape(B.shape)
-    Z = (U @ W.T) * Y
-    val, der = loss.value_deriv(Z)
-    f = val.sum() / n + 0.5 * lam * np.dot(wflat, wflat) + np.dot(B.ravel(), wflat)
-    G = ((der * Y).T @ U) / n + lam * W + B
-    return f, G.ravel()
-
-
-def _hessian_factors(wflat, U, Y, loss, lam, shape):
-    """Cholesky factors of the exact per-class Hessians at ``wflat`` (BLAS syrk)."""
-    n, p = U.shape
-    S = loss.second((U @ wflat.reshape(shape).T) * Y)
-    factors = []
-    for k in range(shape[0]):
-        Us = U * np.sqrt(S[:, k] / n)[:, None]
-        H = blas.dsyrk(1.0, Us.T, trans=0, lower=0)  # upper triangle of Us^T Us, no copy
-        H[np.diag_indices(p)] += lam
-        factors.append(linalg.cho_factor(H, lower=False, check_finite=False))
-    return factors
-
-
-def _newton_direction(factors, g, shape):
-    G = g.reshape(shape)
-    return -np.concatenate([linalg.cho_solve(c, G[k], check_finite=False)
-                            for k, c in enumerate(factors)])
-
-
-def _newton_polish(W, U, Y, loss, lam, B, gamma, max_steps=50):
-    """Newton steps with Hessian reuse until ``||grad|| <= gamma``.
-
-    A step with the last factorised (exact) Hessian is kept if it at least halves
-    the gradient norm (near the minimiser such "chord" steps contract fast and
-    cost one gradient); otherwise the Hessian is refactorised at the current point
-    and a damped Newton step with backtracking is taken.
-    """
-    wflat = W.ravel().copy()
-    f, g = _obj_grad(wflat, U, Y, loss, lam, B)
-    gnorm = np.linalg.norm(g)
-    factors = None
-    for _ in range(max_steps):
-        if gnorm <= gamma:
-            break
-        if factors is not None:  # chord step with the old Hessian
-            wnew = wflat + _newton_direction(factors, g, B.shape)
-            fnew, gnew = _obj_grad(wnew, U, Y, loss, lam, B)
-            gnew_norm = np.linalg.norm(gnew)
-            if gnew_norm <= 0.5 * gnorm and fnew <= f:
-                wflat, f, g, gnorm = wnew, fnew, gnew, gnew_norm
-                continue
-        factors = _hessian_factors(wflat, U, Y, loss, lam, B.shape)
-        step = _newton_direction(factors, g, B.shape)
-        slope = np.dot(g, step)
-        t = 1.0
-        while True:
-            wnew = wflat + t * step
-            fnew, gnew = _obj_grad(wnew, U, Y, loss, lam, B)
-            gnew_norm = np.linalg.norm(gnew)
-            if fnew <= f + 1e-4 * t * slope or gnew_norm < gnorm or t < 1e-10:
-                break
-            t *= 0.5
-        wflat, f, g, gnorm = wnew, fnew, gnew, gnew_norm
-    return wflat.reshape(B.shape), float(gnorm)
-
-
-def _minimize(U, Y, loss, lam, B, gamma, max_iter):
-    """Minimise ``J(W) + <B, W>`` to gradient norm <= gamma (public); raise otherwise.
-
-    L-BFGS runs only to a coarse gradient norm (``1e-2`` of the initial one, or
-    ``gamma`` if larger); damped Newton steps with the exact Hessian then reach
-    ``gamma`` (quadratic convergence). The final check is the same whatever path
-    was taken: the released minimiser has ``||grad|| <= gamma`` or nothing is released.
-    """
-    K, p = B.shape
-    x0 = np.zeros(K * p)
-    _, g0 = _obj_grad(x0, U, Y, loss, lam, B)
-    coarse = max(gamma, _COARSE_REL * float(np.linalg.norm(g0)))
-    res = optimize.minimize(
-        _obj_grad, x0, args=(U, Y, loss, lam, B), jac=True, method="L-BFGS-B",
-        options={"maxiter": max_iter, "gtol": coarse / np.sqrt(K * p), "ftol": 0.0,
-                 "maxcor": 20},
-    )
-    W = res.x.reshape(K, p)
-    gnorm = float(np.linalg.norm(res.jac))
-    if gnorm > gamma:
-        W, gnorm = _newton_polish(W, U, Y, loss, lam, B, gamma)
-    if not gnorm <= gamma:
-        raise RuntimeError(
-            f"the solver reached a gradient norm of {gnorm:.3g}, above the public tolerance "
-            f"gamma={gamma:.3g} on which the sensitivity is based; nothing is released. "
-            "Increase tol or max_iter."
-        )
-    return W
 
 
 # ----------------------------------------------------------------------
@@ -419,7 +321,7 @@ def _is_pure(mechanism, delta):
 
 def _output_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma, max_iter, rng):
     K, p = Y.shape[1], U.shape[1]
-    W = _minimize(U, Y, loss, lam, np.zeros((K, p)), gamma, max_iter)
+    W = minimize(U, Y, loss, lam, np.zeros((K, p)), gamma, max_iter, R)
     sens = 2.0 * np.sqrt(K) * R / (n * lam) + 2.0 * gamma / lam
     spec = calibrate(Query(shape=(K, p), l2_sensitivity=sens), eps, delta, mechanism=mechanism)
     info = {"route": "output", "l2_sensitivity": sens, "regularization": lam}
@@ -468,7 +370,7 @@ def _objective_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma,
         name2 = mechanism
         sigma1 = None
     b = spec1.sample(rng)
-    W = _minimize(U, Y, loss, lam_tot, b, gamma, max_iter)
+    W = minimize(U, Y, loss, lam_tot, b, gamma, max_iter, R)
     sens2 = 2.0 * gamma / lam_tot
     spec2 = calibrate(Query(shape=(K, p), l2_sensitivity=sens2), eps2, delta2, mechanism=name2)
     W = W + spec2.sample(rng)  # independent draw

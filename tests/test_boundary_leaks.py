@@ -1,0 +1,409 @@
+"""Nothing leaves a fit but calibrated noise: the leaks around the mechanisms.
+
+Regression tests for the six demonstrations of the boundary review (labels,
+seeds, solver failure, messages, search, charging and state), each on a
+neighbouring pair (replace one record, n public) where that applies. The
+statistical estimator audits of every route are in
+``tests/test_estimator_audits.py``.
+"""
+
+import re
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.utils.validation import check_is_fitted
+
+from skdp import (
+    BudgetLedger,
+    PrivacyLeakWarning,
+    PrivateHuberSVM,
+    PrivateLogisticRegression,
+    PrivateOLS,
+    PrivatePCA,
+    PrivateRandomProjection,
+)
+from skdp.model_selection import PrivateGridSearchCV
+
+CLASSIFIERS = [PrivateLogisticRegression, PrivateHuberSVM]
+ROUTES = ["output", "objective", "gradient"]
+
+
+def _unit_rows(n=300, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    return X
+
+
+def _label_pair(n=300):
+    """D has one record labelled 2; its neighbour D' relabels it 0."""
+    X = _unit_rows(n)
+    y = (X[:, 0] > 0).astype(int)
+    y_d = y.copy()
+    y_d[0] = 2
+    y_dp = y.copy()
+    y_dp[0] = 0
+    return X, y_d, y_dp
+
+
+# ---------------------------------------------------------------------------
+# 1. labels
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("Cls", CLASSIFIERS)
+@pytest.mark.parametrize("route", ROUTES)
+def test_release_structure_depends_on_declared_classes_only(Cls, route):
+    X, y_d, y_dp = _label_pair()
+    kw = dict(data_norm=1.0, classes=[0, 1, 2], perturbation=route, max_iter=50, random_state=0)
+    a, b = Cls(**kw).fit(X, y_d), Cls(**kw).fit(X, y_dp)
+    for est in (a, b):
+        np.testing.assert_array_equal(est.classes_, [0, 1, 2])
+        assert est.coef_.shape == (3, 3) and est.intercept_.shape == (3,)
+    # a one-class dataset fits too when the classes are declared
+    c = Cls(**{**kw, "classes": [0, 1]}).fit(X, np.zeros(len(X), dtype=int))
+    assert c.coef_.shape == (1, 3)
+    np.testing.assert_array_equal(c.classes_, [0, 1])
+
+
+@pytest.mark.parametrize("Cls", CLASSIFIERS)
+def test_inferred_classes_warn_and_labels_outside_classes_raise_without_values(Cls):
+    X, y_d, _ = _label_pair()
+    with pytest.warns(PrivacyLeakWarning, match="classes"):
+        est = Cls(data_norm=1.0, random_state=0).fit(X, y_d)
+    assert est.classes is None and list(est.classes_) == [0, 1, 2]
+    y = np.where(y_d == 2, 71717, y_d)
+    with pytest.raises(ValueError, match="not in the declared classes") as err:
+        Cls(data_norm=1.0, classes=[0, 1, 2], random_state=0).fit(X, y)
+    assert "71717" not in str(err.value)
+    with pytest.raises(ValueError, match="only one class") as err:
+        Cls(data_norm=1.0).fit(X, np.full(len(X), 424242))
+    assert "424242" not in str(err.value)
+
+
+@pytest.mark.parametrize("classes", [[1], [[0, 1]], [0, 0, 1], [0.0, np.nan]])
+def test_bad_classes_raise_before_the_charge(classes):
+    ledger = BudgetLedger(1.0, 1e-3)
+    X, y_d, _ = _label_pair()
+    with pytest.raises(ValueError, match="classes"):
+        PrivateLogisticRegression(data_norm=1.0, classes=classes, accountant=ledger).fit(X, y_d)
+    assert ledger.spends == []
+
+
+def test_string_labels_with_declared_classes():
+    X, y_d, y_dp = _label_pair()
+    names = np.array(["cat", "dog", "emu"])
+    est = PrivateLogisticRegression(data_norm=1.0, classes=["emu", "cat", "dog"],
+                                    random_state=0).fit(X, names[y_dp])
+    np.testing.assert_array_equal(est.classes_, ["cat", "dog", "emu"])
+    assert set(est.predict(X)) <= set(names)
+
+
+# ---------------------------------------------------------------------------
+# 2. seeds
+# ---------------------------------------------------------------------------
+def _all_random_states(est):
+    return {k: v for k, v in est.get_params(deep=True).items()
+            if k == "random_state" or k.endswith("__random_state")}
+
+
+@pytest.mark.parametrize("strategy, delta", [("random_stopping", 0.0), ("exhaustive", 1e-5)])
+@pytest.mark.parametrize("refit", [False, True])
+def test_search_returns_models_without_seeds(strategy, delta, refit):
+    X, y_d, _ = _label_pair(n=400)
+    search = PrivateGridSearchCV(
+        PrivateLogisticRegression(data_norm=1.0, classes=[0, 1, 2], perturbation="output"),
+        {"C": [0.01, 0.1]}, epsilon=3.0, delta=delta, strategy=strategy, refit=refit,
+        random_state=7).fit(X, y_d)
+    assert set(_all_random_states(search.best_estimator_).values()) == {None}
+    # nothing on the search stores a seed, a generator or the secret run count
+    for name, value in vars(search).items():
+        assert not isinstance(value, (np.random.Generator, np.random.SeedSequence,
+                                      np.random.BitGenerator)), name
+    assert not hasattr(search, "_n_runs")
+
+
+@pytest.mark.parametrize("Est, fit_args", [
+    (lambda **kw: PrivateLogisticRegression(data_norm=1.0, classes=[0, 1],
+                                            perturbation="output", **kw), "clf"),
+    (lambda **kw: PrivatePCA(data_norm=1.0, **kw), "X"),
+    (lambda **kw: PrivateOLS(data_norm=1.0, label_bound=1.0, delta=1e-5, **kw), "reg"),
+    (lambda **kw: PrivateRandomProjection(data_norm=1.0, delta=1e-5, sketch_size=20, **kw), "X"),
+])
+def test_seeded_fits_on_one_ledger_never_share_noise(Est, fit_args):
+    X = _unit_rows(200)
+    y = (X[:, 0] > 0).astype(int) if fit_args == "clf" else X[:, 1]
+    args = (X,) if fit_args == "X" else (X, y)
+    ledger = BudgetLedger(100.0, 1e-2)
+    a = Est(random_state=5, accountant=ledger).fit(*args)
+    b = Est(random_state=5, accountant=ledger).fit(*args)
+    attr = next(k for k in ("coef_", "components_", "sketch_") if hasattr(a, k))
+    assert not np.allclose(getattr(a, attr), getattr(b, attr))
+    # without a ledger an int seed reproduces the fit (reproducible experiments)
+    c, e = Est(random_state=5).fit(*args), Est(random_state=5).fit(*args)
+    np.testing.assert_array_equal(getattr(c, attr), getattr(e, attr))
+    # and re-running the same experiment on a fresh ledger reproduces it too
+    ledger2 = BudgetLedger(100.0, 1e-2)
+    a2 = Est(random_state=5, accountant=ledger2).fit(*args)
+    np.testing.assert_array_equal(getattr(a, attr), getattr(a2, attr))
+
+
+def test_searches_on_one_ledger_with_one_seed_differ():
+    X, y_d, _ = _label_pair(n=400)
+    ledger = BudgetLedger(100.0)
+    runs = [PrivateGridSearchCV(
+        PrivateLogisticRegression(data_norm=1.0, classes=[0, 1, 2], perturbation="output"),
+        {"C": [0.01, 0.1]}, epsilon=3.0, strategy="exhaustive", accountant=ledger,
+        random_state=7).fit(X, y_d) for _ in range(2)]
+    assert not np.allclose(runs[0].cv_results_["noisy_score"], runs[1].cv_results_["noisy_score"])
+
+
+@pytest.mark.parametrize("make", [
+    lambda rs: PrivateLogisticRegression(data_norm=1.0, classes=[0, 1], random_state=rs),
+    lambda rs: PrivatePCA(data_norm=1.0, random_state=rs),
+])
+def test_random_state_accepts_a_generator(make):
+    X = _unit_rows(100)
+    y = (X[:, 0] > 0).astype(int)
+    gen = np.random.default_rng(3)
+    est = make(gen)
+    est.fit(X, y)
+    check_is_fitted(est)
+    # successive fits from one generator draw fresh noise
+    attr = "coef_" if hasattr(est, "coef_") else "components_"
+    first = getattr(est, attr).copy()
+    assert not np.allclose(first, getattr(clone(est).set_params(random_state=gen).fit(X, y), attr))
+
+
+# ---------------------------------------------------------------------------
+# 3. the solver never fails on data
+# ---------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("route", ["output", "objective"])
+def test_hard_huber_problem_always_returns(route):
+    # the review's case: h=1e-3, C=100 on 2000 unit rows. On this dataset the solver of
+    # commit badcd3e raised RuntimeError in 3 of 3 output-perturbation fits (measured), so
+    # whether a model was released depended on the data; its neighbour D' replaces a record.
+    X = _unit_rows(2000, d=2, seed=2)
+    r = np.random.default_rng(1)
+    y = (X @ r.normal(size=2) + 0.3 * r.normal(size=2000) > 0).astype(int)
+    X_prime = X.copy()
+    X_prime[0] = -X[0]
+    for data in (X, X_prime):
+        for seed in range(3):
+            est = PrivateHuberSVM(h=1e-3, C=100.0, data_norm=1.0, classes=[0, 1],
+                                  perturbation=route, random_state=seed).fit(data, y)
+            assert np.all(np.isfinite(est.coef_))
+
+
+# ---------------------------------------------------------------------------
+# 4. messages and overflow
+# ---------------------------------------------------------------------------
+def _forbidden_strings(*values):
+    out = set()
+    for v in values:
+        v = float(v)
+        for fmt in ("{:.6g}", "{:.4g}", "{:.3g}", "{!r}", "{:.2f}", "{:.1f}", "{:.3e}"):
+            out.add(fmt.format(v))
+    return {s for s in out if len(re.sub(r"[^0-9]", "", s)) >= 3}
+
+
+def _bad_input_cases():
+    """(name, fit callable) of bad-input fits on data with distinctive private values."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(60, 3)) * 0.3
+    X[5] = [613.457, -271.903, 88.1234]  # a row far beyond any bound
+    y_reg = X[:, 0].copy()
+    y_reg[7] = 9876.54321
+    y_cls = (X[:, 1] > 0).astype(int)
+    y_cls[9] = 31337
+    X_nan = X.copy()
+    X_nan[3, 1] = np.nan
+    big = X.copy()
+    big[2] = 1e300
+    cases = [
+        ("lr labels outside classes", lambda: PrivateLogisticRegression(
+            data_norm=1.0, classes=[0, 1]).fit(X, y_cls)),
+        ("lr one class inferred", lambda: PrivateLogisticRegression(
+            data_norm=1.0).fit(X, np.full(60, 31337))),
+        ("lr inferred data_norm", lambda: PrivateLogisticRegression(
+            classes=[0, 1, 31337]).fit(X, y_cls)),
+        ("lr overflowing data_norm", lambda: PrivateLogisticRegression(
+            classes=[0, 1, 31337]).fit(big, y_cls)),
+        ("lr nan", lambda: PrivateLogisticRegression(
+            data_norm=1.0, classes=[0, 1, 31337]).fit(X_nan, y_cls)),
+        ("huber wrong label", lambda: PrivateHuberSVM(
+            data_norm=1.0, classes=[0, 1]).fit(X, y_cls)),
+        ("ols inferred bounds", lambda: PrivateOLS(delta=1e-5).fit(X, y_reg)),
+        ("ols label beyond bound", lambda: PrivateOLS(
+            data_norm=1.0, label_bound=1.0, delta=1e-5).fit(X, y_reg)),
+        ("ols overflowing label", lambda: PrivateOLS(
+            data_norm=1.0, delta=1e-5).fit(X, np.where(y_reg > 100, 1e300, y_reg))),
+        ("pca inferred", lambda: PrivatePCA().fit(X)),
+        ("pca nan", lambda: PrivatePCA(data_norm=1.0).fit(X_nan)),
+        ("rp inferred", lambda: PrivateRandomProjection(delta=1e-5).fit(X)),
+        ("search inferred bound", lambda: PrivateGridSearchCV(
+            PrivateLogisticRegression(classes=[0, 1]), {"C": [1.0]}, epsilon=1.0).fit(X, y_cls)),
+    ]
+    private = [613.457, -271.903, 88.1234, 9876.54321, 31337, np.linalg.norm(X[5]),
+               np.linalg.norm(X, axis=1).max(), np.abs(y_reg).max()]
+    return cases, _forbidden_strings(*private) | {"31337", "9876", "613.4", "271.9"}
+
+
+def test_no_message_carries_a_value_computed_from_the_data():
+    cases, forbidden = _bad_input_cases()
+    seen = []
+    for name, fit in cases:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                fit()
+            except Exception as exc:  # noqa: BLE001 - every error message is inspected
+                seen.append((name, f"{type(exc).__name__}: {exc}"))
+        seen.extend((name, str(w.message)) for w in caught)
+    assert len(seen) >= len(cases)
+    leaks = [(name, msg, s) for name, msg in seen for s in forbidden if s in msg]
+    assert not leaks, leaks
+
+
+def test_overflowing_rows_with_inferred_bound_raise_promptly():
+    # this used to loop forever (the inferred bound overflowed; the AMP root search never ended)
+    import signal
+
+    def _hang(*_):
+        raise AssertionError("the fit did not return within 60 s")
+
+    X = _unit_rows(50)
+    X[0] = 1e308
+    y = (X[:, 1] > 0).astype(int)
+    old = signal.signal(signal.SIGALRM, _hang)
+    signal.alarm(60)
+    try:
+        for route in ROUTES:
+            with pytest.raises(ValueError, match="too large"):
+                with pytest.warns(PrivacyLeakWarning):
+                    PrivateLogisticRegression(classes=[0, 1], perturbation=route).fit(X, y)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def test_huge_rows_with_a_public_bound_are_clipped_not_zeroed():
+    X = _unit_rows(50)
+    X[0] = [1e200, 0.0, 0.0]
+    clipped = PrivatePCA(data_norm=1.0, random_state=0)
+    from skdp._validation import clip_rows, row_norms
+    np.testing.assert_allclose(row_norms(X)[0], 1e200)
+    np.testing.assert_allclose(clip_rows(X, 1.0)[0], [1.0, 0.0, 0.0])
+    clipped.fit(X)  # and the fit runs
+    check_is_fitted(clipped)
+
+
+# ---------------------------------------------------------------------------
+# 5. search
+# ---------------------------------------------------------------------------
+def test_search_charges_a_ledger_set_on_the_inner_estimator():
+    X, y_d, _ = _label_pair(n=400)
+    ledger = BudgetLedger(10.0)
+    inner = PrivateLogisticRegression(data_norm=1.0, classes=[0, 1, 2], accountant=ledger)
+    search = PrivateGridSearchCV(inner, {"C": [0.1]}, epsilon=2.0, random_state=0).fit(X, y_d)
+    assert [(r.who, r.epsilon) for r in ledger.spends] == [("PrivateGridSearchCV", 2.0)]
+    assert search.best_estimator_.accountant is None
+    other = BudgetLedger(10.0)
+    with pytest.raises(ValueError, match="different accountants"):
+        PrivateGridSearchCV(inner, {"C": [0.1]}, epsilon=2.0, accountant=other).fit(X, y_d)
+    assert other.spends == [] and len(ledger.spends) == 1
+
+
+@pytest.mark.parametrize("inner, grid", [
+    (PrivateLogisticRegression(classes=[0, 1, 2]), {"C": [0.1]}),
+    (PrivateLogisticRegression(data_norm=1.0), {"C": [0.1]}),
+    (PrivateLogisticRegression(data_norm=1.0, classes=[0, 1, 2]), {"data_norm": [None, 1.0]}),
+    (PrivateOLS(data_norm=1.0), {"method": ["ssp"]}),
+])
+def test_search_refuses_inferred_bounds_before_the_charge(inner, grid):
+    X, y_d, _ = _label_pair(n=400)
+    ledger = BudgetLedger(10.0, 1e-3)
+    with pytest.raises(ValueError, match="inferred from the private data"):
+        PrivateGridSearchCV(inner, grid, epsilon=2.0, delta=1e-5, strategy="exhaustive",
+                            accountant=ledger).fit(X, y_d)
+    assert ledger.spends == []
+
+
+@pytest.mark.parametrize("grid, match", [
+    ({"C": [0.1, -1.0]}, "C"),
+    ({"perturbation": ["output", "bogus"]}, "perturbation"),
+    ({"mechanism": ["no_such_mechanism"]}, "no_such_mechanism"),
+    ({"mechanism": ["analytic_gaussian"]}, "delta"),  # random stopping runs are pure
+])
+def test_search_validates_every_candidate_before_the_charge(grid, match):
+    X, y_d, _ = _label_pair(n=400)
+    ledger = BudgetLedger(10.0)
+    with pytest.raises(ValueError, match=match):
+        PrivateGridSearchCV(PrivateLogisticRegression(data_norm=1.0, classes=[0, 1, 2]), grid,
+                            epsilon=2.0, accountant=ledger).fit(X, y_d)
+    assert ledger.spends == []
+
+
+# ---------------------------------------------------------------------------
+# 6. public errors before the charge; a failed fit leaves nothing fitted
+# ---------------------------------------------------------------------------
+_X = _unit_rows(40, d=3)
+_Y = (_X[:, 0] > 0).astype(int)
+PUBLIC_ERRORS = [
+    (lambda L: PrivateLogisticRegression(data_norm=1.0, classes=[0, 1], delta=0.0,
+                                         mechanism="analytic_gaussian", accountant=L), "delta"),
+    (lambda L: PrivateLogisticRegression(data_norm=1.0, classes=[0, 1], delta=0.0,
+                                         perturbation="objective", mechanism="analytic_gaussian",
+                                         accountant=L), "delta"),
+    (lambda L: PrivateLogisticRegression(data_norm=1.0, classes=[0, 1], perturbation="gradient",
+                                         batch_size=10, delta=0.0, accountant=L), "subsampling"),
+    (lambda L: PrivateLogisticRegression(data_norm=1.0, classes=[0, 1], mechanism="inid_gaussian",
+                                         accountant=L), "inid_gaussian"),
+    (lambda L: PrivateHuberSVM(data_norm=1.0, classes=[0, 1], mechanism="nope",
+                               accountant=L), "nope"),
+    (lambda L: PrivatePCA(n_components=5, data_norm=1.0, accountant=L), "n_components"),
+    (lambda L: PrivatePCA(data_norm=1.0, delta=0.0, mechanism="analyze_gauss",
+                          accountant=L), "delta"),
+    (lambda L: PrivateOLS(method="sketch", sketch_size=3, data_norm=1.0, label_bound=1.0,
+                          delta=1e-5, accountant=L), "sketch_size"),
+    (lambda L: PrivateRandomProjection(sketch_size=2, data_norm=1.0, delta=1e-5,
+                                       accountant=L), "sketch_size"),
+    (lambda L: PrivateRandomProjection(n_components=4, data_norm=1.0, delta=1e-5,
+                                       accountant=L), "n_components"),
+]
+
+
+@pytest.mark.parametrize("make, match", PUBLIC_ERRORS)
+def test_public_errors_are_raised_before_the_charge(make, match):
+    ledger = BudgetLedger(100.0, 1e-2)
+    est = make(ledger)
+    with pytest.raises(ValueError, match=match):
+        est.fit(_X, _Y)
+    assert ledger.spends == []
+    with pytest.raises(Exception):
+        check_is_fitted(est)
+
+
+@pytest.mark.parametrize("make, bad_fit", [
+    (lambda: PrivateLogisticRegression(data_norm=1.0, classes=[0, 1], random_state=0),
+     lambda est: est.fit(_X, np.where(_Y == 1, 5, 0))),
+    (lambda: PrivateLogisticRegression(data_norm=1.0, classes=[0, 1], random_state=0),
+     lambda est: est.set_params(classes=[0, 1, 2]).fit(np.full((40, 3), np.nan), _Y)),
+    (lambda: PrivatePCA(data_norm=1.0, random_state=0),
+     lambda est: est.set_params(n_components=7).fit(_X)),
+    (lambda: PrivateOLS(data_norm=1.0, label_bound=1.0, delta=1e-5, random_state=0),
+     lambda est: est.fit(_X, np.full(40, np.inf))),
+    (lambda: PrivateRandomProjection(data_norm=1.0, delta=1e-5, random_state=0),
+     lambda est: est.fit(_X[:, :0])),
+])
+def test_a_failed_refit_leaves_nothing_that_looks_fitted(make, bad_fit):
+    est = make()
+    y = _Y if isinstance(est, (PrivateLogisticRegression, PrivateOLS)) else None
+    est.fit(_X, y) if y is not None else est.fit(_X)
+    check_is_fitted(est)
+    with pytest.raises(ValueError):
+        bad_fit(est)
+    with pytest.raises(Exception, match="not fitted"):
+        check_is_fitted(est)
+    assert not [k for k in vars(est) if k.endswith("_") and not k.startswith("__")]
