@@ -31,6 +31,7 @@ the noisy sum by the public constant ``q n`` (post-processing), so the
 add/remove analysis applies with ``n`` a fixed public number.
 """
 
+import functools
 import numpy as np
 
 __all__ = [
@@ -89,8 +90,12 @@ def poisson_gaussian_epsilon(noise_multiplier, sampling_rate, steps, delta):
     return float(acc.get_epsilon(float(delta)))
 
 
+@functools.lru_cache(maxsize=256)
 def poisson_gaussian_noise_multiplier(epsilon, delta, sampling_rate, steps, rtol=1e-6):
     """Smallest noise multiplier (up to ``rtol``) whose add/remove epsilon is <= ``epsilon``.
+
+    Cached: the arguments are public settings, and a bisection over the RDP
+    accountant costs seconds (every fit of a search or an audit would repeat it).
 
     Bisection on the accountant's epsilon (decreasing in the multiplier); the
     **upper** (safe) end of the final bracket is returned, so

@@ -18,6 +18,10 @@ from skdp import BudgetExceededError, PrivacyGuaranteeWarning, PrivacyLeakWarnin
 from skdp.decomposition import PrivatePCA
 from skdp.decomposition._pca import _clipped_gram, _gram_query
 from skdp.mechanisms import available_mechanisms, calibrate
+from skdp.mechanisms._grid import GRID_UTILITY_LOSS
+
+#: calibrations on the grid move by at most the documented loss (skdp.mechanisms._grid)
+GRID_RTOL = 2 * GRID_UTILITY_LOSS
 
 
 # ---------------------------------------------------------------------------
@@ -117,7 +121,7 @@ def test_analyze_gauss_sigma_oracle(centered, eps, delta):
     expected = np.sqrt(2) * (R**2 + c2 / 2) / (n * _bw_mu0(eps, delta))
     spec = pca.noise_spec_
     assert spec.mechanism == "analytic_gaussian"
-    assert spec.params["sigma"] == pytest.approx(expected, rel=1e-8)
+    assert spec.params["sigma"] == pytest.approx(expected, rel=GRID_RTOL)
     if not centered:  # (5 sqrt 2 / 4) R^2 / (n mu0)
         assert expected == pytest.approx(5 * np.sqrt(2) / 4 * R**2 / (n * _bw_mu0(eps, delta)))
     assert pca.privacy_spent_.epsilon == eps and pca.privacy_spent_.delta == delta
@@ -135,13 +139,14 @@ def test_inid_scales_oracle_and_auto_avoids_it():
     total = np.sum(lam * np.sqrt(w))
     sig2 = lam / np.sqrt(w) * total / mu0**2  # Lagrange optimum (seed 002 Thm 4, weighted)
     scales = np.asarray(pca.noise_spec_.params["scales"])
-    np.testing.assert_allclose(scales**2, sig2, rtol=1e-8)
+    np.testing.assert_allclose(scales**2, sig2, rtol=2 * GRID_RTOL)
     # privacy condition at the optimum (seed 002 oracle): sum lam^2 / sigma^2 = mu0^2
-    assert np.sum(lam**2 / scales**2) == pytest.approx(mu0**2, rel=1e-8)
+    assert np.sum(lam**2 / scales**2) == pytest.approx(mu0**2, rel=2 * GRID_RTOL)
+    assert np.sum(lam**2 / scales**2) <= mu0**2
     # the coupled l2 ball makes i.i.d. noise better (seed 002, 9.1): ratio in closed form
     ag = calibrate(_gram_query(n, d, R, 0.0), eps, delta, "analytic_gaussian")
     ratio = pca.noise_spec_.expected_squared_error / ag.expected_squared_error
-    assert ratio == pytest.approx(total**2 / (2 * R**4 / n**2 * d**2), rel=1e-8)
+    assert ratio == pytest.approx(total**2 / (2 * R**4 / n**2 * d**2), rel=2 * GRID_RTOL)
     assert ratio > 1
     auto = PrivatePCA(epsilon=eps, delta=delta, data_norm=R, centered=True, random_state=0).fit(X)
     assert auto.noise_spec_.mechanism != "inid_gaussian"

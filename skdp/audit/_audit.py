@@ -496,6 +496,22 @@ def audit_samples(Y0, Y1, epsilon, delta, centers=None, alpha=0.05, log_density=
     return _finish(epsilon, delta, alpha, n, certified)
 
 
+def _release_center(spec, value):
+    """Where ``spec.privatize(value)`` centres its noise: the grid point of ``value``.
+
+    Grid mechanisms release ``g * round(value / g) + noise`` on the coordinates
+    with noise (skdp.mechanisms._grid); the audit draws the same outputs.
+    """
+    g = spec.params.get("grid")
+    if g is None:
+        return value
+    from ..mechanisms._grid import snap
+
+    if np.ndim(g):  # per released coordinate: expand to the query's entries
+        g = spec.query.expand(g).reshape(value.shape)
+    return snap(value, g) * np.where(np.asarray(g) > 0, g, 1.0) if np.ndim(g) else snap(value, g) * g
+
+
 def _draw(spec, rng, n):
     """``n`` noise draws of ``spec``, flattened to rows of shape (n, size)."""
     batch = getattr(spec.mechanism_, "_sample_batch", None)
@@ -592,7 +608,7 @@ def audit_spec(spec, value, neighbour_value, n_samples=200_000, random_state=0, 
             def log_density(noise, _hook=hook, _spec=spec):
                 return _hook(_spec, noise)
     rng = check_generator(random_state)
-    v0, v1 = v0.reshape(-1), v1.reshape(-1)
+    v0, v1 = _release_center(spec, v0).reshape(-1), _release_center(spec, v1).reshape(-1)
     k = v0.size
     half = n_samples // 2
     chunk = int(max(1, min(half, max(1000, (1 << 22) // max(k, 1)))))

@@ -187,7 +187,8 @@ from .._validation import (
 )
 from ..base import PrivateEstimatorMixin, private_fit
 from ..mechanisms import Query, calibrate, get_mechanism
-from ..mechanisms.gaussian import analytic_gaussian_mu
+from ..mechanisms._grid import discrete_gaussian_tv_reserve, grid_step
+from ..mechanisms.gaussian import analytic_gaussian_mu, composed_gaussian_spec
 from ._solver import minimize
 
 __all__ = [
@@ -319,13 +320,23 @@ def _is_pure(mechanism, delta):
     return get_mechanism(mechanism).pure
 
 
+def _density_noise(spec, rng):
+    """The objective's linear term ``b``: continuous noise (the analysis needs its density).
+
+    ``b`` is never released; the minimiser it produces is released through the
+    solver-error noise ``spec2.privatize`` on a grid.
+    """
+    draw = getattr(spec.mechanism_, "sample_continuous", None)
+    return draw(spec, rng) if draw is not None else spec.sample(rng)
+
+
 def _output_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma, max_iter, rng):
     K, p = Y.shape[1], U.shape[1]
     W = minimize(U, Y, loss, lam, np.zeros((K, p)), gamma, max_iter, R)
     sens = 2.0 * np.sqrt(K) * R / (n * lam) + 2.0 * gamma / lam
     spec = calibrate(Query(shape=(K, p), l2_sensitivity=sens), eps, delta, mechanism=mechanism)
     info = {"route": "output", "l2_sensitivity": sens, "regularization": lam}
-    return W + spec.sample(rng), (spec,), info
+    return spec.privatize(W, rng), (spec,), info
 
 
 def _objective_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma, max_iter, rng):
@@ -369,11 +380,11 @@ def _objective_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma,
         spec1 = calibrate(Query(shape=(K, p), l2_sensitivity=sens1), eps3, delta1, mechanism=mechanism)
         name2 = mechanism
         sigma1 = None
-    b = spec1.sample(rng)
+    b = _density_noise(spec1, rng)
     W = minimize(U, Y, loss, lam_tot, b, gamma, max_iter, R)
     sens2 = 2.0 * gamma / lam_tot
     spec2 = calibrate(Query(shape=(K, p), l2_sensitivity=sens2), eps2, delta2, mechanism=name2)
-    W = W + spec2.sample(rng)  # independent draw
+    W = spec2.privatize(W, rng)  # independent draw, released on the grid
     info = {
         "route": "objective", "method": "chaudhuri" if pure else "amp",
         "regularization": lam_tot, "extra_regularization": lam_tot - lam,
@@ -398,18 +409,35 @@ def _gradient_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, rng, *,
     else:
         q = batch_size / n
     gaussian = mechanism in ("auto", "analytic_gaussian") and delta > 0
+    # Floating-point safety: every step releases g * (round(sum / g) + Y) with Y
+    # discrete Gaussian (skdp.mechanisms._grid). A step's rounded sum moves by at
+    # most Delta_step + g sqrt(k), and the T steps' discrete noise is within total
+    # variation T * k * tv(sigma / g) of rounded continuous noise: that much
+    # (times 1 + e^eps) is reserved from delta before the accounting.
+    k = K * p
+    if gaussian:
+        step_sens = 2.0 * clip if q == 1.0 else clip  # replace-one sum / add-remove (Poisson)
+        g = grid_step(step_sens, np.sqrt(k))
+        rounded = step_sens + g * np.sqrt(k)
+        if q == 1.0:
+            sigma0 = rounded * np.sqrt(T) / analytic_gaussian_mu(eps, delta)
+        else:
+            sigma0 = rounded * poisson_gaussian_noise_multiplier(
+                *replace_one_to_add_remove(eps, delta), q, T)
+        # sigma0 is the scale at the full delta: the final scale (at delta - reserve) is
+        # larger, so the reserve computed here bounds the final one
+        reserve = discrete_gaussian_tv_reserve(eps, delta, np.full(k, sigma0 / g), releases=T)
     if gaussian and q == 1.0:
-        spec = calibrate(Query(shape=(K, p), l2_sensitivity=2.0 * clip * np.sqrt(T)), eps, delta,
-                         mechanism="analytic_gaussian")
+        # T full-batch Gaussian steps compose to one Gaussian with sensitivity sqrt(T) Delta
+        sigma = rounded * np.sqrt(T) / analytic_gaussian_mu(eps, delta - reserve)
+        spec = composed_gaussian_spec(Query(shape=(K, p), l2_sensitivity=rounded), sigma, g, eps, delta)
         accounting = "gdp_full_batch"
         z = None
     elif gaussian:
-        eps0, delta0 = replace_one_to_add_remove(eps, delta)
+        eps0, delta0 = replace_one_to_add_remove(eps, delta - reserve)
         z = poisson_gaussian_noise_multiplier(eps0, delta0, q, T)
-        sigma = z * clip
-        eff = sigma * analytic_gaussian_mu(eps, delta)
-        spec = calibrate(Query(shape=(K, p), l2_sensitivity=eff), eps, delta,
-                         mechanism="analytic_gaussian")
+        spec = composed_gaussian_spec(Query(shape=(K, p), l2_sensitivity=rounded), z * rounded, g,
+                                      eps, delta)
         accounting = "rdp_poisson_group2"
     else:
         if q < 1.0:
@@ -428,7 +456,12 @@ def _gradient_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, rng, *,
     W = np.zeros((K, p))
     V = W.copy()
     Wavg = np.zeros_like(W)
+    # the steps' integer noise is drawn for blocks of steps at once (at most 2^20 values)
+    block = max(1, min(T, (1 << 20) // max(K * p, 1))) if gaussian else 0
+    pre = None
     for t in range(T):
+        if gaussian and t % block == 0:
+            pre = spec.mechanism_.draw_grid_noise(spec, min(block, T - t), rng)
         if q < 1.0:
             idx = np.flatnonzero(rng.random(n) < q)
             Us, Ys = U[idx], Y[idx]
@@ -440,7 +473,10 @@ def _gradient_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, rng, *,
         A = der * Ys  # (b, K): per-example gradient is A_i u_i^T
         norms = np.linalg.norm(A, axis=1) * np.linalg.norm(Us, axis=1)
         A = A * np.minimum(1.0, clip / np.maximum(norms, 1e-300))[:, None]
-        G = (A.T @ Us + spec.sample(rng)) / denom + lam * Yv
+        if gaussian:  # integer noise drawn ahead (same mechanism, vectorised)
+            G = spec.mechanism_.release_with(spec, A.T @ Us, pre[t % block]) / denom + lam * Yv
+        else:
+            G = spec.privatize(A.T @ Us, rng) / denom + lam * Yv
         W_new = Yv - lr * G
         V = W_new + (t / (t + 3.0)) * (W_new - W)
         W = W_new

@@ -160,7 +160,14 @@ class NoiseSpec:
         return noise.reshape(self.query.shape)
 
     def privatize(self, value, random_state=None):
-        """Return ``value + noise`` after checking the value's shape."""
+        """Release ``value`` with noise, after checking the value's shape.
+
+        Mechanisms calibrated on a grid (``"grid"`` in ``params``: the verified
+        Gaussian and Laplace families) release ``g * (round(value / g) + Y)``
+        with integer noise ``Y`` (floating-point safe, see
+        :mod:`skdp.mechanisms._grid`); others return ``value + sample()``. Always
+        release through this method: ``value + sample()`` is not on the grid.
+        """
         value = np.asarray(value, dtype=float)
         if value.shape != self.query.shape:
             raise ValueError(
@@ -168,7 +175,18 @@ class NoiseSpec:
             )
         if not np.all(np.isfinite(value)):
             raise ValueError("the statistic to privatize contains NaN or inf.")
+        mech = self.mechanism_
+        if "grid" in self.params:  # floating-point-safe release on a grid (skdp.mechanisms._grid)
+            rng = check_generator(random_state)
+            released = mech._release(self, self._released_coordinates(value), rng)
+            out = self.query.expand(released)
+            return float(out.reshape(())) if self.query.shape == () else out
         return value + self.sample(random_state)
+
+    def _released_coordinates(self, value):
+        if self.query.symmetric:
+            return value[np.triu_indices(self.query.shape[0])]
+        return value.reshape(-1)
 
 
 def _rebuild_spec(mechanism, query, epsilon, delta, verified, params, mse):

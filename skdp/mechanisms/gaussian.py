@@ -22,10 +22,13 @@ analytic Gaussian mechanism), and per-coordinate scales with
 difference inside the sensitivity profile box ``|d_i| <= lambda_i``.
 """
 
+import math
+
 import numpy as np
 from scipy.special import log_ndtr
 
 from ._base import Mechanism, register
+from ._grid import coordinate_grids, discrete_gaussian_tv_reserve, grid_step, release_on_grid, snap
 
 __all__ = [
     "gaussian_delta",
@@ -35,6 +38,10 @@ __all__ = [
     "ClassicGaussian",
     "AnalyticGaussian",
     "InidGaussian",
+    "AnalyticGaussianContinuous",
+    "ClassicGaussianContinuous",
+    "InidGaussianContinuous",
+    "composed_gaussian_spec",
 ]
 
 
@@ -113,6 +120,29 @@ def classic_gaussian_sigma(epsilon, delta, l2_sensitivity=1.0):
 
 
 class _IIDGaussian(Mechanism):
+    """i.i.d. Gaussian noise released on a grid (floating-point safe).
+
+    The release is ``g * (round(f / g) + Y)`` with ``Y`` i.i.d. discrete
+    Gaussian ``N_Z(0, (sigma/g)^2)`` (Canonne, Kamath & Steinke 2020) on a
+    public power-of-two grid ``g`` (:mod:`skdp.mechanisms._grid`). Privacy:
+
+    1. the rounded query ``m = round(f / g)`` has l2 sensitivity at most
+       ``Delta / g + sqrt(k)`` (``k`` released coordinates);
+    2. ``g * (m + round(s Z))`` with ``Z ~ N(0, I)`` and ``s = sigma / g`` is
+       post-processing (rounding to integers commutes with adding the integer
+       ``m``) of the continuous Gaussian mechanism on ``m``; with
+       ``sigma = (Delta + g sqrt(k)) / mu0(epsilon, delta')`` it is
+       (epsilon, delta')-DP by (*);
+    3. per coordinate, the discrete Gaussian is within total variation
+       ``tv(s)`` of the rounded Gaussian (``rounded_gaussian_tv_bound``) and
+       the implemented sampler within ``DISCRETE_GAUSSIAN_SAMPLER_TV`` of the
+       discrete Gaussian; an output law within total variation ``eta`` of an
+       (epsilon, delta')-DP law on every input is
+       (epsilon, delta' + (1 + e^epsilon) eta)-DP. The calibration reserves
+       ``(1 + e^epsilon) k (tv(s) + DISCRETE_GAUSSIAN_SAMPLER_TV)`` of delta
+       for this (``params["tv_reserve"]``, about 1e-13 per coordinate).
+    """
+
     pure = False
 
     def _check_applicable(self, query, epsilon, delta):
@@ -122,6 +152,81 @@ class _IIDGaussian(Mechanism):
 
     def _sigma(self, epsilon, delta, l2):
         raise NotImplementedError
+
+    def _calibrate(self, query, epsilon, delta):
+        l2, k = query.l2_bound, query.n_released
+        g = grid_step(l2, np.sqrt(k))
+        l2g = l2 + g * np.sqrt(k)
+        sigma0 = self._sigma(epsilon, delta, l2g)
+        reserve = discrete_gaussian_tv_reserve(epsilon, delta, np.full(k, sigma0 / g))
+        sigma = self._sigma(epsilon, delta - reserve, l2g)
+        mse = (sigma**2 + g**2 / 4.0) * float(np.sum(query.squared_error_weights()))
+        return {"sigma": sigma, "l2_sensitivity": l2, "grid": g, "rounded_l2_sensitivity": l2g,
+                "tv_reserve": reserve}, mse
+
+    def _noise_int(self, spec, rng):
+        from ._discrete import sample_discrete_gaussian
+
+        return sample_discrete_gaussian(spec.params["sigma"] / spec.params["grid"],
+                                        spec.query.n_released, rng)
+
+    def _sample(self, spec, rng):
+        return spec.query.expand(self._noise_int(spec, rng) * spec.params["grid"])
+
+    def _release(self, spec, released_value, rng, noise_int=None):
+        g = spec.params["grid"]
+        if noise_int is None:
+            noise_int = self._noise_int(spec, rng)
+        return release_on_grid(snap(released_value, g), noise_int, g)
+
+    def draw_grid_noise(self, spec, n, rng):
+        """Integer noise for ``n`` releases at once, shape (n, n_released).
+
+        For iterative algorithms (DP-SGD): the noise does not depend on the
+        data, so drawing all steps' noise in one vectorised call and releasing
+        with :meth:`release_with` is the same mechanism, without the per-call
+        cost of the sampler.
+        """
+        from ._discrete import sample_discrete_gaussian
+
+        return sample_discrete_gaussian(spec.params["sigma"] / spec.params["grid"],
+                                        (int(n), spec.query.n_released), rng)
+
+    def release_with(self, spec, value, noise_int):
+        """``privatize(value)`` with integer noise drawn by :meth:`draw_grid_noise`."""
+        value = np.asarray(value, dtype=float)
+        return spec.query.expand(self._release(spec, spec._released_coordinates(value), None, noise_int))
+
+    def _sample_batch(self, spec, rng, n):
+        """``n`` draws at once as flattened rows (used by the audits)."""
+        from ._discrete import sample_discrete_gaussian
+        from .laplace import _expand_rows
+
+        z = sample_discrete_gaussian(spec.params["sigma"] / spec.params["grid"],
+                                     (int(n), spec.query.n_released), rng)
+        return _expand_rows(spec.query, z * spec.params["grid"])
+
+    def sample_continuous(self, spec, rng):
+        """Continuous ``N(0, sigma^2)`` noise with the query's shape.
+
+        For analyses that need a density and never release the noise itself
+        (the objective perturbation of Chaudhuri et al. 2011); never use it
+        for an additive release.
+        """
+        z = rng.standard_normal(spec.query.n_released) * spec.params["sigma"]
+        return spec.query.expand(z)
+
+
+class _ContinuousIID(Mechanism):
+    verified = False
+    pure = False
+    failure = ("it adds floating-point Gaussian noise, whose low bits reveal the value it is "
+               "added to (Mironov 2012; Jin et al. 2022); kept for comparison only.")
+
+    def _check_applicable(self, query, epsilon, delta):
+        if query.l2_bound is None:
+            return "it needs an l2 sensitivity (or a sensitivity profile)"
+        return None
 
     def _calibrate(self, query, epsilon, delta):
         sigma = self._sigma(epsilon, delta, query.l2_bound)
@@ -197,18 +302,151 @@ class InidGaussian(Mechanism):
     def _calibrate(self, query, epsilon, delta):
         lam = query.released_profile()
         w = query.squared_error_weights()
+        sw = np.sqrt(w)
+        noisy = lam > 0
+
+        def scales_at(profile, d):
+            total = float(np.dot(profile, sw))
+            mu0 = analytic_gaussian_mu(epsilon, d)
+            return np.sqrt(profile / sw * total) / mu0, mu0, total
+
+        # per-coordinate grids (skdp.mechanisms._grid.coordinate_grids): rounding adds
+        # g_i to lambda_i on the coordinates that depend on the data; the others are
+        # data-independent and released as computed
+        g = coordinate_grids(lam, scales_at(lam, delta)[0])
+        scales0, _, _ = scales_at(lam + g, delta)
+        # the sampler's range (sigma_i / g_i <= 2^40): coarser grids where the scales grew
+        # past it (coordinates whose lambda is negligible next to the grid)
+        g = np.where(noisy, np.maximum(g, np.exp2(np.ceil(np.log2(
+            np.maximum(scales0, np.finfo(float).tiny) * 2.0**-39)))), 0.0)
+        lam_g = lam + g
+        scales0, _, _ = scales_at(lam_g, delta)
+        reserve = discrete_gaussian_tv_reserve(epsilon, delta, scales0[noisy] / g[noisy])
+        scales, mu0, total = scales_at(lam_g, delta - reserve)
+        # the condition of the module docstring for the rounded profile (holds by
+        # construction; a coarsened grid only raises lambda_g and the scales with it)
+        ratio = float(np.sum((lam_g[noisy] / scales[noisy]) ** 2)) / mu0**2
+        if ratio > 1.0:
+            scales = scales * np.sqrt(ratio) * (1 + 1e-12)
+        mse = float(np.sum(w * scales**2)) + float(np.sum(w * g**2)) / 4.0
+        return {"scales": scales, "mu0": mu0, "grid": g, "tv_reserve": reserve}, mse
+
+    def _noise_int(self, spec, rng):
+        return self._draws(spec, rng, ())
+
+    def _draws(self, spec, rng, lead):
+        from ._discrete import sample_discrete_gaussian
+
+        scales, g = spec.params["scales"], spec.params["grid"]
+        out = np.zeros(lead + scales.shape, dtype=np.int64)
+        noisy = scales > 0
+        s_units = np.where(noisy, scales / np.where(noisy, g, 1.0), 0.0)
+        for s in np.unique(s_units[noisy]):  # one vectorised draw per distinct scale
+            idx = np.flatnonzero(s_units == s)
+            out[..., idx] = sample_discrete_gaussian(float(s), lead + (idx.size,), rng)
+        return out
+
+    def _sample(self, spec, rng):
+        return spec.query.expand(self._noise_int(spec, rng) * spec.params["grid"])
+
+    def _sample_batch(self, spec, rng, n):
+        """``n`` draws at once as flattened rows (used by the audits)."""
+        from .laplace import _expand_rows
+
+        return _expand_rows(spec.query, self._draws(spec, rng, (int(n),)) * spec.params["grid"])
+
+    def _release(self, spec, released_value, rng):
+        g = spec.params["grid"]
+        # coordinates without noise (lambda_i = 0, g_i = 0) do not depend on the data:
+        # released as computed
+        return release_on_grid(snap(released_value, g), self._noise_int(spec, rng), g)
+
+    def sample_continuous(self, spec, rng):
+        """Continuous noise (see :meth:`_IIDGaussian.sample_continuous`)."""
+        scales = spec.params["scales"]
+        return spec.query.expand(rng.standard_normal(scales.shape) * scales)
+
+
+class ClassicGaussianContinuous(_ContinuousIID):
+    """The classic Gaussian mechanism with floating-point noise (unverified, comparison only)."""
+
+    name = "gaussian_continuous"
+
+    def _check_applicable(self, query, epsilon, delta):
+        if epsilon >= 1:
+            return "the classic bound holds only for epsilon < 1"
+        return super()._check_applicable(query, epsilon, delta)
+
+    def _sigma(self, epsilon, delta, l2):
+        return classic_gaussian_sigma(epsilon, delta, l2)
+
+
+class AnalyticGaussianContinuous(_ContinuousIID):
+    """The analytic Gaussian mechanism with floating-point noise (unverified, comparison only).
+
+    ``value + sigma * rng.standard_normal()``: the calibration of Balle & Wang
+    (2018) for real-valued noise, released in doubles. The low bits of the
+    release reveal the value (see :func:`skdp.audit.float_attack`).
+    """
+
+    name = "analytic_gaussian_continuous"
+
+    def _sigma(self, epsilon, delta, l2):
+        return analytic_gaussian_sigma(epsilon, delta, l2)
+
+
+class InidGaussianContinuous(Mechanism):
+    """i.n.i.d. Gaussian noise in floating point (unverified, comparison only)."""
+
+    name = "inid_gaussian_continuous"
+    verified = False
+    pure = False
+    needs_profile = True
+    failure = _ContinuousIID.failure
+
+    def _calibrate(self, query, epsilon, delta):
+        lam = query.released_profile()
+        w = query.squared_error_weights()
         mu0 = analytic_gaussian_mu(epsilon, delta)
         sw = np.sqrt(w)
         total = float(np.dot(lam, sw))
         scales = np.sqrt(lam / sw * total) / mu0
-        mse = total**2 / mu0**2
-        return {"scales": scales, "mu0": mu0}, mse
+        return {"scales": scales, "mu0": mu0}, total**2 / mu0**2
 
     def _sample(self, spec, rng):
         scales = spec.params["scales"]
         return spec.query.expand(rng.standard_normal(scales.shape) * scales)
 
 
+def composed_gaussian_spec(query, sigma, grid, epsilon, delta):
+    """A grid Gaussian spec whose scale was derived by the caller (composition, accounting).
+
+    For mechanisms made of many Gaussian releases (DP-SGD's steps), the noise
+    scale comes from an accountant, not from one release's (epsilon, delta).
+    The caller derives ``sigma`` for the *rounded* per-release sensitivity
+    (``Delta + grid * sqrt(k)``) and reserves the discrete noise's total
+    variation (:func:`skdp.mechanisms._grid.discrete_gaussian_tv_reserve`,
+    once per release) from its delta; ``epsilon`` and ``delta`` record the
+    guarantee of the whole composition. ``privatize`` then releases on
+    ``grid`` with discrete Gaussian noise of scale ``sigma``.
+    """
+    from types import MappingProxyType
+
+    from ._base import NoiseSpec
+
+    sigma, grid = float(sigma), float(grid)
+    if not (sigma / grid >= 1.0):
+        raise ValueError("sigma must span at least one grid step.")
+    mse = (sigma**2 + grid**2 / 4.0) * float(np.sum(query.squared_error_weights()))
+    params = {"sigma": sigma, "grid": grid, "l2_sensitivity": query.l2_bound}
+    return NoiseSpec(mechanism="analytic_gaussian", query=query, epsilon=float(epsilon),
+                     delta=float(delta), verified=True, params=MappingProxyType(params),
+                     expected_squared_error=mse)
+
+
 register(ClassicGaussian())
 register(AnalyticGaussian())
 register(InidGaussian())
+register(ClassicGaussianContinuous())
+register(AnalyticGaussianContinuous())
+register(InidGaussianContinuous())

@@ -36,10 +36,13 @@ of the upper triangle (``Query.l1_bound``, ``Query.l2_bound``,
 ``Query.released_profile``).
 """
 
+import math
+
 import numpy as np
 from scipy.special import gammaln
 
 from ._base import Mechanism, register
+from ._grid import coordinate_grids, grid_step, release_on_grid, snap
 
 __all__ = [
     "laplace_scale",
@@ -243,6 +246,55 @@ class Laplace(_PureMechanism):
     name = "laplace"  # applies to every Query: each one implies an l1 bound
 
     def _calibrate(self, query, epsilon, delta):
+        # floating-point safe: release g * (round(f / g) + Y), Y ~ discrete Laplace(t)
+        # (Canonne, Kamath & Steinke 2020, exact sampler). The rounded query moves by
+        # at most Delta_1 / g + k in l1 (k released coordinates), and the discrete
+        # Laplace loss is sum_i |d_i| / t <= (Delta_1 / g + k) / t <= epsilon for
+        # t = ceil((Delta_1 / g + k) / epsilon): exactly epsilon-DP, no delta.
+        l1, k = query.l1_bound, query.n_released
+        g = grid_step(l1, k)
+        t = math.ceil((l1 / g + k) / epsilon)
+        beta = t * g
+        var = _discrete_laplace_variance(t) * g**2 + g**2 / 4.0
+        mse = var * float(np.sum(query.squared_error_weights()))
+        return {"scale": beta, "l1_sensitivity": l1, "grid": g, "t": t}, mse
+
+    def _noise_int(self, spec, rng):
+        from ._discrete import sample_discrete_laplace
+
+        return sample_discrete_laplace(spec.params["t"], spec.query.n_released, rng)
+
+    def _release(self, spec, released_value, rng):
+        g = spec.params["grid"]
+        return release_on_grid(snap(released_value, g), self._noise_int(spec, rng), g)
+
+    def _released_batch(self, spec, rng, n):
+        from ._discrete import sample_discrete_laplace
+
+        return sample_discrete_laplace(spec.params["t"], (n, spec.query.n_released), rng) * spec.params["grid"]
+
+    def sample_continuous(self, spec, rng):
+        """Continuous ``Laplace(scale)`` noise, for analyses that need a density (never released)."""
+        z = rng.laplace(0.0, 1.0, size=spec.query.n_released) * spec.params["scale"]
+        return spec.query.expand(z)
+
+    def _released_log_density(self, spec, x):
+        return _laplace_log_density(x, spec.params["scale"])
+
+
+class LaplaceContinuous(_PureMechanism):
+    """The Laplace mechanism with floating-point noise (unverified, comparison only).
+
+    ``value + rng.laplace(scale=Delta_1 / epsilon)`` in doubles: the low bits
+    of the release reveal the value (Mironov 2012).
+    """
+
+    name = "laplace_continuous"
+    verified = False
+    failure = ("it adds floating-point Laplace noise, whose low bits reveal the value it is "
+               "added to (Mironov 2012); kept for comparison only.")
+
+    def _calibrate(self, query, epsilon, delta):
         l1 = query.l1_bound
         beta = laplace_scale(epsilon, l1)
         mse = 2.0 * beta**2 * float(np.sum(query.squared_error_weights()))
@@ -253,6 +305,21 @@ class Laplace(_PureMechanism):
 
     def _released_log_density(self, spec, x):
         return _laplace_log_density(x, spec.params["scale"])
+
+
+def _pow2_at_least(x):
+    """Smallest powers of two >= x (elementwise, x > 0; 0 where x <= 0)."""
+    x = np.asarray(x, dtype=float)
+    pos = x > 0
+    out = np.zeros_like(x)
+    out[pos] = np.exp2(np.ceil(np.log2(x[pos])))
+    return out
+
+
+def _discrete_laplace_variance(t):
+    """Variance of the discrete Laplace ``P(y) ~ exp(-|y|/t)``: ``2 q / (1 - q)^2``, ``q = e^{-1/t}``."""
+    q = math.exp(-1.0 / t)
+    return 2.0 * q / math.expm1(-1.0 / t) ** 2
 
 
 class InidLaplace(_PureMechanism):
@@ -303,12 +370,69 @@ class InidLaplace(_PureMechanism):
     needs_profile = True
 
     def _calibrate(self, query, epsilon, delta):
+        # floating-point safe (see Laplace): the rounded profile is lambda_i + g on the
+        # coordinates that depend on the data; the scales are recalibrated for it and
+        # rounded up to integers t_i in grid units (more noise is still epsilon-DP)
+        lam = query.released_profile()
+        w = query.squared_error_weights()
+        noisy = lam > 0
+        g = coordinate_grids(lam, inid_laplace_scales(lam, epsilon, w))  # per coordinate
+        scales = inid_laplace_scales(lam + g, epsilon, w)
+        # the sampler's range (t <= 2^40): coarser grids where the scales grew past it
+        # (coordinates whose lambda is negligible), then integer scales, raised
+        # together if needed so that sum (lambda_i + g_i) / (t_i g_i) <= epsilon
+        g = np.where(noisy, np.maximum(g, _pow2_at_least(scales * 2.0**-39)), 0.0)
+        safe_g = np.where(noisy, g, 1.0)
+        t = np.where(noisy, np.ceil(scales / safe_g), 0.0)
+        loss = float(np.sum((lam + g)[noisy] / (t * g)[noisy]))
+        if loss > epsilon:
+            t = np.where(noisy, np.ceil(t * (loss / epsilon) * (1 + 1e-12)), 0.0)
+        scales = t * g
+        var = np.array([_discrete_laplace_variance(float(ti)) if ti > 0 else 0.0 for ti in t]) * g**2
+        mse = float(np.sum(w * (var + g**2 / 4.0)))
+        return {"scales": scales, "grid": g, "t": t.astype(np.int64)}, mse
+
+    def _noise_int(self, spec, rng, n=None):
+        from ._discrete import sample_discrete_laplace
+
+        t = spec.params["t"]
+        lead = () if n is None else (n,)
+        out = np.zeros(lead + t.shape, dtype=np.int64)
+        for ti in np.unique(t[t > 0]):
+            idx = np.flatnonzero(t == ti)
+            out[..., idx] = sample_discrete_laplace(int(ti), lead + (idx.size,), rng)
+        return out
+
+    def _release(self, spec, released_value, rng):
+        g = spec.params["grid"]
+        return release_on_grid(snap(released_value, g), self._noise_int(spec, rng), g)
+
+    def _released_batch(self, spec, rng, n):
+        return self._noise_int(spec, rng, n) * spec.params["grid"]
+
+    def sample_continuous(self, spec, rng):
+        """Continuous Laplace noise, for analyses that need a density (never released)."""
+        scales = spec.params["scales"]
+        return spec.query.expand(rng.laplace(0.0, 1.0, size=scales.shape) * scales)
+
+    def _released_log_density(self, spec, x):
+        return _laplace_log_density(x, spec.params["scales"])
+
+
+class InidLaplaceContinuous(_PureMechanism):
+    """i.n.i.d. Laplace noise in floating point (unverified, comparison only)."""
+
+    name = "inid_laplace_continuous"
+    needs_profile = True
+    verified = False
+    failure = LaplaceContinuous.failure
+
+    def _calibrate(self, query, epsilon, delta):
         lam = query.released_profile()
         w = query.squared_error_weights()
         scales = inid_laplace_scales(lam, epsilon, w)
         total = float(np.sum(lam ** (2.0 / 3.0) * np.cbrt(w)))
-        mse = 2.0 * total**3 / epsilon**2
-        return {"scales": scales}, mse
+        return {"scales": scales}, 2.0 * total**3 / epsilon**2
 
     def _released_batch(self, spec, rng, n):
         scales = spec.params["scales"]
@@ -384,3 +508,5 @@ class GammaNorm(_PureMechanism):
 register(Laplace())
 register(InidLaplace())
 register(GammaNorm())
+register(LaplaceContinuous())
+register(InidLaplaceContinuous())

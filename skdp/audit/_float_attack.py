@@ -1,0 +1,145 @@
+"""The floating-point attack on Gaussian noise drawn with numpy (Mironov 2012, for the ziggurat).
+
+numpy's ``Generator.standard_normal`` is a 256-layer ziggurat: in its fast
+path (about 99% of draws) one 64-bit word ``r`` gives the layer
+``i = r & 0xff``, a sign bit and a 52-bit integer ``j``, and the draw is
+``+-fl(j * w_i)`` for a table of 256 doubles ``w_i``. A release
+``fl(v + fl(sigma * z))`` of a coordinate whose true value is ``v = 0`` is
+exactly ``fl(sigma * fl(j w_i))``: a point of a sparse set of doubles that an
+attacker who knows ``sigma`` can test for. With ``v != 0`` the release almost
+never lands on it when ``|release| / sigma`` is small (near zero the set's
+doubles are about ``256 / x_i`` ulps apart). The event
+
+    E = { |x| <= tau * sigma  and  x = fl(sigma * fl(j w_i)) for some layer i and integer j }
+
+has probability about ``P(|Z| <= tau)`` on ``D`` and far less on ``D'``; a
+Clopper-Pearson bound on the two frequencies certifies a delta.
+
+The attack needs the table ``w_i``. It is not copied from numpy: the
+attacker recovers it by observation (:func:`numpy_ziggurat_table`), drawing
+normals from a generator whose raw 64-bit words it can replay, which is how
+an attacker who knows the sampler but not its constants would do it.
+"""
+
+import numpy as np
+
+from ._audit import AuditResult, clopper_pearson
+
+__all__ = ["numpy_ziggurat_table", "ziggurat_lattice_member", "float_attack"]
+
+_TABLE = None
+
+
+def numpy_ziggurat_table(n_draws=40_000, seed=12345):
+    """The 256 layer widths ``w_i`` of numpy's ``standard_normal``, learned by observation.
+
+    Draws normals one at a time from ``Generator(PCG64(seed))`` while replaying
+    the raw words of a copy of the bit generator; for every fast-path draw
+    (one word consumed) ``|z| / j`` is the layer width, and the exact double
+    ``w_i`` is the one with ``fl(j * w_i) == |z|`` for every observation.
+    Cached after the first call.
+    """
+    global _TABLE
+    if _TABLE is not None:
+        return _TABLE
+    bg = np.random.PCG64(seed)
+    gen = np.random.Generator(bg)
+    replay = np.random.PCG64(seed)
+    obs = {}
+    mask52 = (1 << 52) - 1
+    for _ in range(int(n_draws)):
+        state = bg.state
+        replay.state = state
+        r = int(replay.random_raw())
+        one_word = replay.state
+        z = gen.standard_normal()
+        if bg.state != one_word:  # slow path: more words consumed
+            continue
+        j = (r >> 9) & mask52
+        if j:
+            obs.setdefault(r & 0xFF, []).append((j, abs(z)))
+    table = np.full(256, np.nan)
+    for i, pairs in obs.items():
+        js = np.array([p[0] for p in pairs], dtype=float)
+        zs = np.array([p[1] for p in pairs])
+        w = zs[0] / js[0]
+        for cand in (w, *np.nextafter(w, [0.0, np.inf]),
+                     *np.nextafter(np.nextafter(w, [0.0, np.inf]), [0.0, np.inf])):
+            if np.all(js * cand == zs):
+                table[i] = cand
+                break
+    _TABLE = table
+    return table
+
+
+def ziggurat_lattice_member(x, sigma, table=None, tau=1e-3):
+    """Whether each release ``x`` is ``fl(sigma * fl(j w_i))`` for some layer ``i`` and ``j``.
+
+    Only releases with ``|x| <= tau * sigma`` can be members (the event of
+    the module docstring).
+    """
+    if table is None:
+        table = numpy_ziggurat_table()
+    w = table[np.isfinite(table)]
+    x = np.asarray(x, dtype=float).ravel()
+    ax = np.abs(x)
+    small = (ax <= tau * sigma) & (ax > 0)
+    out = np.zeros(x.size, dtype=bool)
+    if not np.any(small):
+        return out
+    xs = ax[small]
+    j0 = np.rint(xs[:, None] / sigma / w[None, :])  # (m, 256)
+    hit = np.zeros(xs.size, dtype=bool)
+    for dj in (-1.0, 0.0, 1.0):
+        j = j0 + dj
+        ok = (j >= 1) & (j < 2.0**52)
+        hit |= np.any(ok & ((j * w[None, :]) * sigma == xs[:, None]), axis=1)
+    out[small] = hit
+    return out
+
+
+def float_attack(release, release_prime, sigma, *, epsilon, delta, n_runs, tau=1e-3, alpha=0.05,
+                 random_state=0):
+    """Certify a delta from the ziggurat-lattice event on two release functions.
+
+    Parameters
+    ----------
+    release, release_prime : callable
+        ``release(rng) -> array`` of released coordinates whose true value is
+        0 on ``D`` (``release``) and nonzero on ``D'`` (``release_prime``),
+        e.g. one fit of an estimator. Called ``n_runs`` times each.
+    sigma : float
+        The public noise scale of those coordinates.
+    epsilon, delta : float
+        The claim.
+    n_runs : int
+        Releases per side.
+    tau : float, default=1e-3
+        Only releases within ``tau * sigma`` of zero are tested.
+    alpha : float, default=0.05
+        Confidence of the Clopper-Pearson bounds (split over the two sides).
+
+    Returns
+    -------
+    AuditResult
+        ``passed = False`` certifies a violation at confidence ``1 - alpha``.
+        ``p_hat`` and ``p_prime_hat`` are the event's frequencies per release
+        (any released coordinate in the event).
+    """
+    table = numpy_ziggurat_table()
+    rng = np.random.default_rng(random_state)
+    counts = []
+    for fn in (release, release_prime):
+        c = 0
+        for _ in range(int(n_runs)):
+            c += bool(np.any(ziggurat_lattice_member(fn(rng), sigma, table, tau)))
+        counts.append(c)
+    n = int(n_runs)
+    lo0 = float(clopper_pearson(counts[0], n, alpha / 2.0, "lower"))
+    hi1 = float(clopper_pearson(counts[1], n, alpha / 2.0, "upper"))
+    bound = max(0.0, lo0 - np.exp(epsilon) * hi1)
+    return AuditResult(epsilon=float(epsilon), delta=float(delta), delta_lower_bound=float(bound),
+                       passed=bool(bound <= delta), event=f"ziggurat lattice, |x| <= {tau} sigma",
+                       n_samples=n, p_hat=counts[0] / n, p_prime_hat=counts[1] / n,
+                       delta_hat=counts[0] / n - np.exp(epsilon) * counts[1] / n, alpha=alpha,
+                       n_events=1)

@@ -1,0 +1,168 @@
+"""Releases on a public power-of-two grid: the transformation half of a safe release.
+
+Why
+---
+``value + sigma * rng.standard_normal()`` computed in doubles is not
+differentially private: the set of doubles that a floating-point sampler can
+output depends on the value it is added to, and the low bits of a release
+tell ``value = 0`` from ``value = Delta`` (Mironov 2012; Jin et al. 2022;
+Haney et al. 2022). The verified additive mechanisms of :mod:`skdp.mechanisms`
+therefore release
+
+    M(D) = g * (round(f(D) / g) + Y),    Y integer noise,
+
+on a grid of step ``g = 2^j`` chosen from public quantities only:
+
+* **rounding** (a transformation, like clipping): ``m = round(f(D) / g)`` is an
+  integer vector; dividing by a power of two is exact in binary floating
+  point, so ``m`` is a deterministic function of the computed statistic. Two
+  neighbouring statistics with ``||f(D) - f(D')||_2 <= Delta`` give
+  ``||m(D) - m(D')||_2 <= Delta / g + sqrt(k)`` for ``k`` released
+  coordinates (each coordinate's rounding moves by at most 1/2 on each side;
+  ``Delta / g + k`` in l1). The mechanisms calibrate to this *rounded
+  sensitivity*.
+* **noise** (a measurement): ``Y`` is drawn from the discrete Gaussian or the
+  discrete Laplace on the integers (Canonne, Kamath & Steinke 2020), see
+  :mod:`skdp.mechanisms._discrete`.
+* **the release** ``fl(m + Y) * g``: IEEE addition returns the exactly rounded
+  sum, so the double released is a function of the integer ``m + Y`` alone
+  (exact whenever ``|m + Y| < 2^53``; beyond, rounded to a coarser grid, which
+  is again a function of ``m + Y``), and multiplying by ``g`` is exact. Nothing
+  about the sampler's internals or about ``f(D)`` beyond ``m + Y`` reaches
+  the output: the released double is post-processing of an integer whose law
+  is the one analysed.
+
+The grid rule
+-------------
+``g`` is the largest power of two with ``g * extra <= GRID_UTILITY_LOSS / 2.5 * Delta``
+where ``extra`` is ``sqrt(k)`` (l2) or ``k`` (l1): the rounded sensitivity is
+at most ``(1 + 4e-7) Delta``, so the calibrated noise scale grows by at most a
+factor ``1 + 4e-7`` and its variance by less than ``1e-6`` relative (the
+rounding error of the statistic, at most ``g^2 / 4`` per coordinate, is
+about ``1e-13`` of the noise variance). With ``Delta / sigma`` bounded by the
+calibration, the noise spans ``sigma / g >= 2^20`` grid steps in every
+practical setting, so the discrete noise is as smooth as the continuous one.
+
+What this does not cover
+------------------------
+The statistic ``f(D)`` itself is computed in floating point; the argument
+uses the *computed* statistics of ``D`` and ``D'`` and their difference is
+bounded by the sensitivity of the exact statistic plus the floating-point
+error of the computation, which for the sums of clipped rows used here is
+below ``n * 2^-52`` times the sum of the absolute terms; it is far below
+``g`` for the sizes the estimators are built for (it is not added to the
+sensitivity). Noise that is not released directly but enters a nonlinear
+computation (the objective perturbation of Chaudhuri et al. 2011, the random
+projection ``Z F``) is not on a grid; see those modules.
+"""
+
+import math
+
+import numpy as np
+
+__all__ = ["GRID_UTILITY_LOSS", "grid_step", "coordinate_grids", "snap", "release_on_grid", "discrete_gaussian_tv_reserve"]
+
+#: relative increase of the expected squared error allowed for the grid
+GRID_UTILITY_LOSS = 1e-6
+
+
+def grid_step(sensitivity, extra):
+    """Largest power of two ``g`` with ``g * extra <= GRID_UTILITY_LOSS / 2.5 * sensitivity``.
+
+    Parameters
+    ----------
+    sensitivity : float
+        The query's sensitivity in the norm of the calibration.
+    extra : float
+        How much rounding can add to it per unit of ``g``: ``sqrt(k)`` for the
+        l2 norm of ``k`` coordinates, ``k`` for l1.
+    """
+    sensitivity, extra = float(sensitivity), float(extra)
+    if not (sensitivity > 0 and np.isfinite(sensitivity) and extra > 0):
+        raise ValueError("grid_step needs a finite sensitivity > 0 and extra > 0.")
+    target = GRID_UTILITY_LOSS / 2.5 * sensitivity / extra
+    j = math.floor(math.log2(target))
+    if j < -1000:
+        raise ValueError("the sensitivity is too small for a floating-point grid (below 2^-1000).")
+    g = math.ldexp(1.0, j)
+    while g * extra > GRID_UTILITY_LOSS / 2.5 * sensitivity:  # guard log2 rounding
+        g /= 2.0
+    return g
+
+
+def coordinate_grids(profile, scales):
+    """Per-coordinate power-of-two grids for the i.n.i.d. mechanisms.
+
+    Coordinate ``i`` (sensitivity ``lambda_i > 0``, noise scale ``b_i``) gets
+    the largest power of two ``g_i <= GRID_UTILITY_LOSS / 2.5 * lambda_i`` and
+    ``g_i <= b_i 2^-20`` (the noise spans at least 2^20 steps), but at least
+    ``b_i 2^-39`` (the samplers' range). Rounding adds ``g_i`` to
+    ``lambda_i``: the profile grows by a factor at most ``1 + 4e-7``, and the
+    optimal errors of the i.n.i.d. mechanisms (homogeneous in the profile, of
+    degree 2) by less than 1e-6. Coordinates with ``lambda_i = 0`` get
+    ``g_i = 0`` (no noise, released as computed).
+    """
+    lam = np.asarray(profile, dtype=float)
+    b = np.asarray(scales, dtype=float)
+    g = np.zeros_like(lam)
+    on = lam > 0
+    tiny = np.finfo(float).tiny
+    target = np.maximum(np.minimum(GRID_UTILITY_LOSS / 2.5 * lam[on], b[on] * 2.0**-20), tiny)
+    g_on = np.exp2(np.floor(np.log2(target)))
+    g_on = np.maximum(g_on, np.exp2(np.ceil(np.log2(np.maximum(b[on] * 2.0**-39, tiny)))))
+    g[on] = g_on
+    return g
+
+
+def snap(value, g):
+    """``round(value / g)`` as exact float integers (the transformation).
+
+    ``g`` is a power of two or an array of them (per coordinate); entries with
+    ``g = 0`` (coordinates without noise) are returned unchanged.
+    """
+    value = np.asarray(value, dtype=float)
+    if not np.all(np.isfinite(value)):
+        raise ValueError("the statistic to privatize contains NaN or inf.")
+    g = np.asarray(g, dtype=float)
+    if g.ndim == 0:
+        return np.rint(value / g)
+    return np.where(g > 0, np.rint(value / np.where(g > 0, g, 1.0)), value)
+
+
+def release_on_grid(m, noise_int, g):
+    """``fl(m + Y) * g``: a function of the integer ``m + Y`` only (module docstring).
+
+    Entries with ``g = 0`` (no noise) return ``m`` (the value as computed).
+    """
+    g = np.asarray(g, dtype=float)
+    out = (m + np.asarray(noise_int, dtype=float)) * g
+    return out if g.ndim == 0 else np.where(g > 0, out, m)
+
+
+def discrete_gaussian_tv_reserve(epsilon, delta, s, releases=1):
+    """The share of delta reserved for the discrete noise: ``(1 + e^eps) sum_i tv(s_i)``.
+
+    ``s`` are the noise scales in grid units of the noisy coordinates of one
+    release, repeated ``releases`` times (the steps of DP-SGD);
+    ``tv(s) = rounded_gaussian_tv_bound(s) + DISCRETE_GAUSSIAN_SAMPLER_TV``
+    bounds the total variation between the implemented sampler and the rounded
+    continuous Gaussian that the calibration analyses (see
+    :class:`skdp.mechanisms.gaussian.AnalyticGaussian`). Raises if the reserve
+    would exceed a tenth of delta (scales far below the grid rule's).
+    """
+    from ._discrete import DISCRETE_GAUSSIAN_SAMPLER_TV, rounded_gaussian_tv_bound
+
+    s = np.atleast_1d(np.asarray(s, dtype=float))
+    if s.size == 0:
+        return 0.0
+    if np.min(s) < 1.0:
+        raise ValueError("the noise is narrower than one grid step: the grid rule does not apply.")
+    vals, counts = np.unique(s, return_counts=True)
+    tv = math.fsum(int(c) * rounded_gaussian_tv_bound(float(v)) for v, c in zip(vals, counts))
+    reserve = (1.0 + math.exp(epsilon)) * int(releases) * (tv + s.size * DISCRETE_GAUSSIAN_SAMPLER_TV)
+    if reserve > 0.1 * delta:
+        raise ValueError(
+            "delta is too small for the floating-point-safe Gaussian sampler: its reserve "
+            f"for sampling error ({reserve:.3g}) exceeds a tenth of delta."
+        )
+    return reserve
