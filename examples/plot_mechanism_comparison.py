@@ -74,8 +74,10 @@ def expected_error(query, epsilon, delta, mechanism):
 # ``sqrt(d)``, so its error grows like ``d^2``; Gamma-norm noise (pure
 # epsilon-DP for an l2 sensitivity) has error ``d (d + 1) / epsilon^2``.
 # ``"auto"`` compares the calibrated errors and returns the least among the
-# verified mechanisms: the pure mechanisms at small ``d``, the analytic
-# Gaussian above the crossover.
+# verified, floating-point-safe mechanisms (released on a grid): Laplace at
+# small ``d``, the analytic Gaussian above the crossover. The Gamma-norm
+# mechanism, plotted for comparison, adds floating-point noise and is never
+# chosen by ``"auto"``.
 dims = np.unique(np.round(np.logspace(0, 4, 33)).astype(int))
 mechs_a = {
     "analytic_gaussian": "analytic Gaussian",

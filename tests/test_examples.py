@@ -36,8 +36,9 @@ def test_plot_mechanism_comparison(tmp_path):
     for name in ("a_dimension", "b_profile", "c_mvg", "d_audit"):
         _assert_png(tmp_path / f"mechanism_comparison_{name}.png")
     out = proc.stdout
-    # (a): "auto" switches from pure-epsilon noise to the analytic Gaussian
-    assert '"auto" picks gamma_norm for d = 1 ..' in out
+    # (a): "auto" switches from pure-epsilon noise (Laplace on the grid: the Gamma-norm
+    # mechanism adds floating-point noise and is never auto) to the analytic Gaussian
+    assert '"auto" picks laplace for d = 1 ..' in out
     assert '"auto" picks analytic_gaussian for d = ' in out
     # (b): "auto" prefers the non-identical Gaussian on the decaying profile
     assert '"auto" picks inid_gaussian for d = ' in out

@@ -360,9 +360,13 @@ def _objective_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma,
     sens1 = 2.0 * np.sqrt(K) * R / n
     m = int(min(2 * K, K * p))
     if pure:
+        # b is not released (the analysis needs its density): continuous gamma-norm noise,
+        # calibrated without the floating-point warning; the released solver-error noise
+        # uses a floating-point-safe mechanism (Laplace on the grid) under "auto"
         name = "gamma_norm" if mechanism == "auto" else mechanism
-        spec1 = calibrate(Query(shape=(K, p), l2_sensitivity=sens1), eps3, 0.0, mechanism=name)
-        name2 = name
+        spec1 = get_mechanism(name).calibrate(Query(shape=(K, p), l2_sensitivity=sens1), eps3, 0.0,
+                                              warn=(mechanism != "auto"))
+        name2 = "laplace" if mechanism == "auto" else name
         sigma1 = None
     elif mechanism in ("auto", "analytic_gaussian"):
         sigma1 = _cached_amp_noise_sigma(float(eps3), float(delta1), float(sens1), int(m))

@@ -40,10 +40,16 @@ class Mechanism:
         are never chosen by ``mechanism="auto"``.
     failure : str
         For unverified mechanisms: the measured failure, quoted in the warning.
+    float_safe : bool
+        True when the release is safe against floating-point attacks (on a
+        public grid with discrete noise, :mod:`skdp.mechanisms._grid`).
+        ``mechanism="auto"`` chooses only verified, floating-point-safe
+        mechanisms; the others warn when calibrated by name.
     """
 
     name = None
     verified = True
+    float_safe = False  # True: releases on a grid (skdp.mechanisms._grid); only these are "auto"
     pure = False
     needs_profile = False
     failure = ""
@@ -86,6 +92,15 @@ class Mechanism:
             raise ValueError(f"mechanism {self.name!r} cannot answer this query: {reason}.")
         if warn and not self.verified:
             warn_unverified(self)
+        elif warn and not self.float_safe:
+            warnings.warn(
+                f"mechanism {self.name!r} adds floating-point noise: its guarantee holds in exact "
+                "arithmetic, but its safety against attacks on the low bits of the release "
+                "(Mironov 2012) is not established, and mechanism='auto' never chooses it. The "
+                "Gaussian and Laplace mechanisms release on a grid and are safe.",
+                PrivacyGuaranteeWarning,
+                stacklevel=4,
+            )
         params, mse = self._calibrate(query, epsilon, delta)
         return NoiseSpec(
             mechanism=self.name,

@@ -143,6 +143,8 @@ class _IIDGaussian(Mechanism):
        for this (``params["tv_reserve"]``, about 1e-13 per coordinate).
     """
 
+    float_safe = True  # releases on the grid (skdp.mechanisms._grid)
+
     pure = False
 
     def _check_applicable(self, query, epsilon, delta):
@@ -294,6 +296,8 @@ class InidGaussian(Mechanism):
     coordinates are decoupled (seed 002, section 9.1), so ``"auto"`` compares
     it with i.i.d. noise calibrated to the query's l2 sensitivity.
     """
+
+    float_safe = True  # releases on the grid (skdp.mechanisms._grid)
 
     name = "inid_gaussian"
     pure = False

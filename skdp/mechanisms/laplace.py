@@ -243,6 +243,8 @@ class Laplace(_PureMechanism):
     (seed 002, Table I: ``2 K Delta_1^2 / epsilon^2`` when all ``w_i = 1``).
     """
 
+    float_safe = True  # releases on the grid (skdp.mechanisms._grid)
+
     name = "laplace"  # applies to every Query: each one implies an l1 bound
 
     def _calibrate(self, query, epsilon, delta):
@@ -365,6 +367,8 @@ class InidLaplace(_PureMechanism):
     the mechanism is calibrated to pure epsilon-DP, which implies
     (epsilon, delta)-DP.
     """
+
+    float_safe = True  # releases on the grid (skdp.mechanisms._grid)
 
     name = "inid_laplace"
     needs_profile = True

@@ -12,7 +12,8 @@ def candidates(query, epsilon, delta):
     specs = []
     for name in sorted(_REGISTRY):
         mech = _REGISTRY[name]
-        if not mech.verified or mech.applicable(query, epsilon, delta) is not None:
+        if (not mech.verified or not getattr(mech, "float_safe", False)
+                or mech.applicable(query, epsilon, delta) is not None):
             continue
         specs.append(mech.calibrate(query, epsilon, delta))
     return specs
