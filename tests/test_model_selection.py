@@ -1,7 +1,6 @@
 """Privacy budget across fits: GridSearchCV with ledgers, PrivateGridSearchCV."""
 
 import math
-import os
 from numbers import Real
 
 import numpy as np

@@ -22,8 +22,6 @@ analytic Gaussian mechanism), and per-coordinate scales with
 difference inside the sensitivity profile box ``|d_i| <= lambda_i``.
 """
 
-import math
-
 import numpy as np
 from scipy.special import log_ndtr
 
