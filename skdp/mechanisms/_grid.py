@@ -45,15 +45,20 @@ practical setting, so the discrete noise is as smooth as the continuous one.
 
 What this does not cover
 ------------------------
-The statistic ``f(D)`` itself is computed in floating point; the argument
-uses the *computed* statistics of ``D`` and ``D'`` and their difference is
-bounded by the sensitivity of the exact statistic plus the floating-point
-error of the computation, which for the sums of clipped rows used here is
-below ``n * 2^-52`` times the sum of the absolute terms; it is far below
-``g`` for the sizes the estimators are built for (it is not added to the
-sensitivity). Noise that is not released directly but enters a nonlinear
-computation (the objective perturbation of Chaudhuri et al. 2011, the random
-projection ``Z F``) is not on a grid; see those modules.
+The statistic ``f(D)`` itself is computed in floating point, and the
+argument above uses the *computed* statistics of ``D`` and ``D'``: their
+difference is the exact difference (at most ``Delta``) plus the rounding
+errors of the two computations. Those errors are not added to the
+sensitivity. A worst-case bound for a sum of ``n`` terms (``n u`` times the
+sum of their absolute values, ``u = 2^-53``) can exceed ``g`` for large
+``n`` (for a mean of ``n = 10^6`` clipped rows, about ``1e-10 R`` against
+``g ~ 4e-7 * 2R / n / sqrt(k)``), so the proof is complete only for
+statistics whose computed neighbouring difference stays within ``Delta`` up
+to a fraction of ``g``; bounding it (compensated or exact summation, or
+adding a proven error bound to ``Delta``) is open. Noise that is not
+released directly but enters a nonlinear computation (the objective
+perturbation of Chaudhuri et al. 2011, the random projection ``Z F``) is not
+on a grid; see those modules.
 """
 
 import math
