@@ -18,6 +18,19 @@ if ROOT not in sys.path:
 RESULTS = os.environ.get("SKDP_BENCH_RESULTS") or os.path.join(HERE, "results")
 
 
+def best_time(fn, repeat):
+    """Seconds of the fastest of ``repeat`` calls of ``fn`` after one warm-up call."""
+    import time
+
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
 def write_csv(name, header, rows):
     """Write ``rows`` (dicts keyed by ``header``, or sequences) to ``RESULTS/name``; return the path."""
     os.makedirs(RESULTS, exist_ok=True)

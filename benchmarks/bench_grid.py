@@ -12,7 +12,6 @@ Run: ``python3 benchmarks/bench_grid.py [--quick]``.
 
 import argparse
 import contextlib
-import time
 import warnings
 
 import numpy as np
@@ -24,14 +23,8 @@ from skdp.mechanisms._base import NoiseSpec  # noqa: E402
 from skdp.mechanisms.gaussian import _IIDGaussian  # noqa: E402
 
 
-def _best(fn, repeat=3):
-    fn()
-    best = np.inf
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+def _best(fn):
+    return _common.best_time(fn, repeat=3)
 
 
 @contextlib.contextmanager

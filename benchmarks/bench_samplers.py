@@ -20,7 +20,6 @@ Run: ``python3 benchmarks/bench_samplers.py [--quick]``.
 """
 
 import argparse
-import time
 
 import numpy as np
 
@@ -36,14 +35,8 @@ FIELDS = ["n", "sampler", "scale", "best_ms", "x_standard_normal"]
 TARGET = 10.0
 
 
-def _best(fn, repeat=5):
-    fn()  # warm-up
-    best = np.inf
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+def _best(fn):
+    return _common.best_time(fn, repeat=5)
 
 
 def run(quick=False):

@@ -505,11 +505,11 @@ def _release_center(spec, value):
     g = spec.params.get("grid")
     if g is None:
         return value
-    from ..mechanisms._grid import snap
+    from ..mechanisms._grid import release_on_grid, snap
 
     if np.ndim(g):  # per released coordinate: expand to the query's entries
         g = spec.query.expand(g).reshape(value.shape)
-    return snap(value, g) * np.where(np.asarray(g) > 0, g, 1.0) if np.ndim(g) else snap(value, g) * g
+    return release_on_grid(snap(value, g), 0.0, g)  # the release without noise
 
 
 def _draw(spec, rng, n):

@@ -17,13 +17,14 @@ coefficients on ``D``, one on ``D'``) certifies a delta close to 1.
 """
 
 import zlib
+from dataclasses import replace
 from numbers import Integral
 
 import numpy as np
 from sklearn.base import clone
 
 from .._validation import check_epsilon_delta, check_generator
-from ._audit import audit_samples
+from ._audit import AuditResult, audit_samples
 
 __all__ = ["audit_estimator", "DEFAULT_RELEASE_ATTRIBUTES"]
 
@@ -204,13 +205,9 @@ def audit_estimator(estimator, X, y, X_prime, y_prime=None, *, epsilon=None, del
                             epsilon, delta, alpha=alpha / 2.0, events=fams)
         results.append((res.delta_lower_bound, kind, res))
     if not results:
-        from ._audit import AuditResult
-
         return AuditResult(epsilon=epsilon, delta=delta, delta_lower_bound=0.0, passed=True,
                            event="none (every fit on both datasets had the same outcome)",
                            n_samples=n_fits, p_hat=np.nan, p_prime_hat=np.nan,
                            delta_hat=np.nan, alpha=alpha, n_events=0)
     bound, kind, res = max(results, key=lambda t: t[0])
-    from dataclasses import replace
-
     return replace(res, event=f"{kind}: {res.event}", alpha=alpha)

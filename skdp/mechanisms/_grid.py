@@ -65,7 +65,8 @@ import math
 
 import numpy as np
 
-__all__ = ["GRID_UTILITY_LOSS", "grid_step", "coordinate_grids", "snap", "release_on_grid", "discrete_gaussian_tv_reserve"]
+__all__ = ["GRID_UTILITY_LOSS", "grid_step", "coordinate_grids", "pow2_at_least", "draws_by_scale",
+           "GridRelease", "snap", "release_on_grid", "discrete_gaussian_tv_reserve"]
 
 #: relative increase of the expected squared error allowed for the grid
 GRID_UTILITY_LOSS = 1e-6
@@ -114,9 +115,65 @@ def coordinate_grids(profile, scales):
     tiny = np.finfo(float).tiny
     target = np.maximum(np.minimum(GRID_UTILITY_LOSS / 2.5 * lam[on], b[on] * 2.0**-20), tiny)
     g_on = np.exp2(np.floor(np.log2(target)))
-    g_on = np.maximum(g_on, np.exp2(np.ceil(np.log2(np.maximum(b[on] * 2.0**-39, tiny)))))
+    g_on = np.maximum(g_on, pow2_at_least(np.maximum(b[on] * 2.0**-39, tiny)))
     g[on] = g_on
     return g
+
+
+def pow2_at_least(x):
+    """Smallest powers of two ``>= x`` (elementwise; 0 where ``x <= 0``)."""
+    x = np.asarray(x, dtype=float)
+    pos = x > 0
+    out = np.zeros_like(x)
+    out[pos] = np.exp2(np.ceil(np.log2(x[pos])))
+    return out
+
+
+def draws_by_scale(scales, lead, sample, rng):
+    """Integer noise per coordinate: one vectorised ``sample(scale, size, rng)`` per distinct scale.
+
+    Coordinates with scale 0 get 0. Returns int64 of shape ``lead + scales.shape``.
+    """
+    out = np.zeros(lead + scales.shape, dtype=np.int64)
+    for s in np.unique(scales[scales > 0]):
+        idx = np.flatnonzero(scales == s)
+        out[..., idx] = sample(s, lead + (idx.size,), rng)
+    return out
+
+
+class GridRelease:
+    """Release on the grid of ``spec.params["grid"]`` with the integer noise of ``_draws``.
+
+    Mixed into the floating-point-safe mechanisms; ``_draws(spec, rng, lead)``
+    returns integer noise of shape ``lead + (n_released,)``.
+    """
+
+    float_safe = True
+
+    def _draws(self, spec, rng, lead):
+        raise NotImplementedError
+
+    def _release(self, spec, released_value, rng, noise_int=None):
+        g = spec.params["grid"]
+        if noise_int is None:
+            noise_int = self._draws(spec, rng, ())
+        # coordinates without noise (g = 0) do not depend on the data: released as computed
+        return release_on_grid(snap(released_value, g), noise_int, g)
+
+    def draw_grid_noise(self, spec, n, rng):
+        """Integer noise for ``n`` releases at once, shape (n, n_released).
+
+        For iterative algorithms (DP-SGD): the noise does not depend on the
+        data, so drawing all steps' noise in one vectorised call and releasing
+        with :meth:`release_with` is the same mechanism, without the per-call
+        cost of the sampler.
+        """
+        return self._draws(spec, rng, (int(n),))
+
+    def release_with(self, spec, value, noise_int):
+        """``privatize(value)`` with integer noise drawn by :meth:`draw_grid_noise`."""
+        value = np.asarray(value, dtype=float)
+        return spec.query.expand(self._release(spec, spec._released_coordinates(value), None, noise_int))
 
 
 def snap(value, g):

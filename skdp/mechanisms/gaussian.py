@@ -26,7 +26,14 @@ import numpy as np
 from scipy.special import log_ndtr
 
 from ._base import Mechanism, register
-from ._grid import coordinate_grids, discrete_gaussian_tv_reserve, grid_step, release_on_grid, snap
+from ._grid import (
+    GridRelease,
+    coordinate_grids,
+    discrete_gaussian_tv_reserve,
+    draws_by_scale,
+    grid_step,
+    pow2_at_least,
+)
 
 __all__ = [
     "gaussian_delta",
@@ -117,7 +124,7 @@ def classic_gaussian_sigma(epsilon, delta, l2_sensitivity=1.0):
     return float(l2_sensitivity) * np.sqrt(2.0 * np.log(1.25 / delta)) / epsilon
 
 
-class _IIDGaussian(Mechanism):
+class _IIDGaussian(GridRelease, Mechanism):
     """i.i.d. Gaussian noise released on a grid (floating-point safe).
 
     The release is ``g * (round(f / g) + Y)`` with ``Y`` i.i.d. discrete
@@ -141,8 +148,6 @@ class _IIDGaussian(Mechanism):
        for this (``params["tv_reserve"]``, about 1e-13 per coordinate).
     """
 
-    float_safe = True  # releases on the grid (skdp.mechanisms._grid)
-
     pure = False
 
     def _check_applicable(self, query, epsilon, delta):
@@ -164,47 +169,20 @@ class _IIDGaussian(Mechanism):
         return {"sigma": sigma, "l2_sensitivity": l2, "grid": g, "rounded_l2_sensitivity": l2g,
                 "tv_reserve": reserve}, mse
 
-    def _noise_int(self, spec, rng):
+    def _draws(self, spec, rng, lead):
         from ._discrete import sample_discrete_gaussian
 
         return sample_discrete_gaussian(spec.params["sigma"] / spec.params["grid"],
-                                        spec.query.n_released, rng)
+                                        lead + (spec.query.n_released,), rng)
 
     def _sample(self, spec, rng):
-        return spec.query.expand(self._noise_int(spec, rng) * spec.params["grid"])
-
-    def _release(self, spec, released_value, rng, noise_int=None):
-        g = spec.params["grid"]
-        if noise_int is None:
-            noise_int = self._noise_int(spec, rng)
-        return release_on_grid(snap(released_value, g), noise_int, g)
-
-    def draw_grid_noise(self, spec, n, rng):
-        """Integer noise for ``n`` releases at once, shape (n, n_released).
-
-        For iterative algorithms (DP-SGD): the noise does not depend on the
-        data, so drawing all steps' noise in one vectorised call and releasing
-        with :meth:`release_with` is the same mechanism, without the per-call
-        cost of the sampler.
-        """
-        from ._discrete import sample_discrete_gaussian
-
-        return sample_discrete_gaussian(spec.params["sigma"] / spec.params["grid"],
-                                        (int(n), spec.query.n_released), rng)
-
-    def release_with(self, spec, value, noise_int):
-        """``privatize(value)`` with integer noise drawn by :meth:`draw_grid_noise`."""
-        value = np.asarray(value, dtype=float)
-        return spec.query.expand(self._release(spec, spec._released_coordinates(value), None, noise_int))
+        return spec.query.expand(self._draws(spec, rng, ()) * spec.params["grid"])
 
     def _sample_batch(self, spec, rng, n):
         """``n`` draws at once as flattened rows (used by the audits)."""
-        from ._discrete import sample_discrete_gaussian
         from .laplace import _expand_rows
 
-        z = sample_discrete_gaussian(spec.params["sigma"] / spec.params["grid"],
-                                     (int(n), spec.query.n_released), rng)
-        return _expand_rows(spec.query, z * spec.params["grid"])
+        return _expand_rows(spec.query, self._draws(spec, rng, (int(n),)) * spec.params["grid"])
 
     def sample_continuous(self, spec, rng):
         """Continuous ``N(0, sigma^2)`` noise with the query's shape.
@@ -273,7 +251,7 @@ class AnalyticGaussian(_IIDGaussian):
         return analytic_gaussian_sigma(epsilon, delta, l2)
 
 
-class InidGaussian(Mechanism):
+class InidGaussian(GridRelease, Mechanism):
     """Gaussian noise with optimal non-identical scales (seed 002, Theorem 4).
 
     Given a sensitivity profile ``lambda`` (``|d_i| <= lambda_i`` for every
@@ -294,8 +272,6 @@ class InidGaussian(Mechanism):
     coordinates are decoupled (seed 002, section 9.1), so ``"auto"`` compares
     it with i.i.d. noise calibrated to the query's l2 sensitivity.
     """
-
-    float_safe = True  # releases on the grid (skdp.mechanisms._grid)
 
     name = "inid_gaussian"
     pure = False
@@ -319,8 +295,8 @@ class InidGaussian(Mechanism):
         scales0, _, _ = scales_at(lam + g, delta)
         # the sampler's range (sigma_i / g_i <= 2^40): coarser grids where the scales grew
         # past it (coordinates whose lambda is negligible next to the grid)
-        g = np.where(noisy, np.maximum(g, np.exp2(np.ceil(np.log2(
-            np.maximum(scales0, np.finfo(float).tiny) * 2.0**-39)))), 0.0)
+        g = np.where(noisy, np.maximum(g, pow2_at_least(
+            np.maximum(scales0, np.finfo(float).tiny) * 2.0**-39)), 0.0)
         lam_g = lam + g
         scales0, _, _ = scales_at(lam_g, delta)
         reserve = discrete_gaussian_tv_reserve(epsilon, delta, scales0[noisy] / g[noisy])
@@ -333,35 +309,23 @@ class InidGaussian(Mechanism):
         mse = float(np.sum(w * scales**2)) + float(np.sum(w * g**2)) / 4.0
         return {"scales": scales, "mu0": mu0, "grid": g, "tv_reserve": reserve}, mse
 
-    def _noise_int(self, spec, rng):
-        return self._draws(spec, rng, ())
-
     def _draws(self, spec, rng, lead):
         from ._discrete import sample_discrete_gaussian
 
         scales, g = spec.params["scales"], spec.params["grid"]
-        out = np.zeros(lead + scales.shape, dtype=np.int64)
         noisy = scales > 0
         s_units = np.where(noisy, scales / np.where(noisy, g, 1.0), 0.0)
-        for s in np.unique(s_units[noisy]):  # one vectorised draw per distinct scale
-            idx = np.flatnonzero(s_units == s)
-            out[..., idx] = sample_discrete_gaussian(float(s), lead + (idx.size,), rng)
-        return out
+        return draws_by_scale(s_units, lead, lambda s, size, r: sample_discrete_gaussian(float(s), size, r),
+                              rng)
 
     def _sample(self, spec, rng):
-        return spec.query.expand(self._noise_int(spec, rng) * spec.params["grid"])
+        return spec.query.expand(self._draws(spec, rng, ()) * spec.params["grid"])
 
     def _sample_batch(self, spec, rng, n):
         """``n`` draws at once as flattened rows (used by the audits)."""
         from .laplace import _expand_rows
 
         return _expand_rows(spec.query, self._draws(spec, rng, (int(n),)) * spec.params["grid"])
-
-    def _release(self, spec, released_value, rng):
-        g = spec.params["grid"]
-        # coordinates without noise (lambda_i = 0, g_i = 0) do not depend on the data:
-        # released as computed
-        return release_on_grid(snap(released_value, g), self._noise_int(spec, rng), g)
 
     def sample_continuous(self, spec, rng):
         """Continuous noise (see :meth:`_IIDGaussian.sample_continuous`)."""

@@ -42,7 +42,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from ._base import Mechanism, register
-from ._grid import coordinate_grids, grid_step, release_on_grid, snap
+from ._grid import GridRelease, coordinate_grids, draws_by_scale, grid_step, pow2_at_least
 
 __all__ = [
     "laplace_scale",
@@ -224,7 +224,7 @@ class _PureMechanism(Mechanism):
 # ----------------------------------------------------------------------
 # mechanisms
 # ----------------------------------------------------------------------
-class Laplace(_PureMechanism):
+class Laplace(GridRelease, _PureMechanism):
     """Laplace mechanism with i.i.d. noise (Dwork et al. 2006; Dwork & Roth 2014, Thm 3.6).
 
     Adds i.i.d. ``Laplace(0, beta)`` noise (``beta`` is the *scale*: density
@@ -243,8 +243,6 @@ class Laplace(_PureMechanism):
     (seed 002, Table I: ``2 K Delta_1^2 / epsilon^2`` when all ``w_i = 1``).
     """
 
-    float_safe = True  # releases on the grid (skdp.mechanisms._grid)
-
     name = "laplace"  # applies to every Query: each one implies an l1 bound
 
     def _calibrate(self, query, epsilon, delta):
@@ -261,19 +259,13 @@ class Laplace(_PureMechanism):
         mse = var * float(np.sum(query.squared_error_weights()))
         return {"scale": beta, "l1_sensitivity": l1, "grid": g, "t": t}, mse
 
-    def _noise_int(self, spec, rng):
+    def _draws(self, spec, rng, lead):
         from ._discrete import sample_discrete_laplace
 
-        return sample_discrete_laplace(spec.params["t"], spec.query.n_released, rng)
-
-    def _release(self, spec, released_value, rng):
-        g = spec.params["grid"]
-        return release_on_grid(snap(released_value, g), self._noise_int(spec, rng), g)
+        return sample_discrete_laplace(spec.params["t"], lead + (spec.query.n_released,), rng)
 
     def _released_batch(self, spec, rng, n):
-        from ._discrete import sample_discrete_laplace
-
-        return sample_discrete_laplace(spec.params["t"], (n, spec.query.n_released), rng) * spec.params["grid"]
+        return self._draws(spec, rng, (n,)) * spec.params["grid"]
 
     def sample_continuous(self, spec, rng):
         """Continuous ``Laplace(scale)`` noise, for analyses that need a density (never released)."""
@@ -309,22 +301,13 @@ class LaplaceContinuous(_PureMechanism):
         return _laplace_log_density(x, spec.params["scale"])
 
 
-def _pow2_at_least(x):
-    """Smallest powers of two >= x (elementwise, x > 0; 0 where x <= 0)."""
-    x = np.asarray(x, dtype=float)
-    pos = x > 0
-    out = np.zeros_like(x)
-    out[pos] = np.exp2(np.ceil(np.log2(x[pos])))
-    return out
-
-
 def _discrete_laplace_variance(t):
     """Variance of the discrete Laplace ``P(y) ~ exp(-|y|/t)``: ``2 q / (1 - q)^2``, ``q = e^{-1/t}``."""
     q = math.exp(-1.0 / t)
     return 2.0 * q / math.expm1(-1.0 / t) ** 2
 
 
-class InidLaplace(_PureMechanism):
+class InidLaplace(GridRelease, _PureMechanism):
     """Laplace noise with optimal non-identical scales (seed 002, Theorem 5).
 
     Privacy. Given a sensitivity profile ``lambda`` (``|d_i| <= lambda_i`` for
@@ -368,8 +351,6 @@ class InidLaplace(_PureMechanism):
     (epsilon, delta)-DP.
     """
 
-    float_safe = True  # releases on the grid (skdp.mechanisms._grid)
-
     name = "inid_laplace"
     needs_profile = True
 
@@ -385,7 +366,7 @@ class InidLaplace(_PureMechanism):
         # the sampler's range (t <= 2^40): coarser grids where the scales grew past it
         # (coordinates whose lambda is negligible), then integer scales, raised
         # together if needed so that sum (lambda_i + g_i) / (t_i g_i) <= epsilon
-        g = np.where(noisy, np.maximum(g, _pow2_at_least(scales * 2.0**-39)), 0.0)
+        g = np.where(noisy, np.maximum(g, pow2_at_least(scales * 2.0**-39)), 0.0)
         safe_g = np.where(noisy, g, 1.0)
         t = np.where(noisy, np.ceil(scales / safe_g), 0.0)
         loss = float(np.sum((lam + g)[noisy] / (t * g)[noisy]))
@@ -396,23 +377,14 @@ class InidLaplace(_PureMechanism):
         mse = float(np.sum(w * (var + g**2 / 4.0)))
         return {"scales": scales, "grid": g, "t": t.astype(np.int64)}, mse
 
-    def _noise_int(self, spec, rng, n=None):
+    def _draws(self, spec, rng, lead):
         from ._discrete import sample_discrete_laplace
 
-        t = spec.params["t"]
-        lead = () if n is None else (n,)
-        out = np.zeros(lead + t.shape, dtype=np.int64)
-        for ti in np.unique(t[t > 0]):
-            idx = np.flatnonzero(t == ti)
-            out[..., idx] = sample_discrete_laplace(int(ti), lead + (idx.size,), rng)
-        return out
-
-    def _release(self, spec, released_value, rng):
-        g = spec.params["grid"]
-        return release_on_grid(snap(released_value, g), self._noise_int(spec, rng), g)
+        return draws_by_scale(spec.params["t"], lead,
+                              lambda t, size, r: sample_discrete_laplace(int(t), size, r), rng)
 
     def _released_batch(self, spec, rng, n):
-        return self._noise_int(spec, rng, n) * spec.params["grid"]
+        return self._draws(spec, rng, (n,)) * spec.params["grid"]
 
     def sample_continuous(self, spec, rng):
         """Continuous Laplace noise, for analyses that need a density (never released)."""
