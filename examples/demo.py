@@ -20,8 +20,14 @@ private data), so it costs no budget:
   we treat them as public constants), ``data_norm=1`` and the public target
   range [0, 400] centred with the public midpoint 200 (``label_bound=200``).
 
-Each private score is the mean over ``--repeats`` runs (different noise and
-splits). Prints a table and saves ``skdp_demo.png``.
+Each private score is the mean (and standard deviation, the error bars of
+the figure) over ``--repeats`` runs (different noise and splits). Next to
+the non-private estimator every task shows a trivial baseline that a model
+must beat to be useful: ``DummyClassifier`` (majority class),
+``DummyRegressor`` (predict the training mean) and, for PCA, the ``k / d``
+share of variance that a uniformly random ``k``-dimensional subspace
+captures in expectation. Prints a progress line per task, a table, and
+saves ``skdp_demo.png``.
 
 Run: ``python3 examples/demo.py`` (about a minute on two cores).
 """
@@ -34,12 +40,14 @@ import warnings
 import numpy as np
 
 import matplotlib
+import matplotlib.ticker
 
 if not os.environ.get("DISPLAY"):
     matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from sklearn.datasets import load_diabetes, load_digits  # noqa: E402
 from sklearn.decomposition import PCA  # noqa: E402
+from sklearn.dummy import DummyClassifier, DummyRegressor  # noqa: E402
 from sklearn.linear_model import LinearRegression, LogisticRegression  # noqa: E402
 from sklearn.metrics import mean_squared_error  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
@@ -80,15 +88,17 @@ def classification_rows(repeats):
             random_state=s),
          lambda: LinearSVC(C=10.0)),
     ]
+    trivial = np.mean([DummyClassifier().fit(Xtr, ytr).score(Xte, yte)
+                       for _, (Xtr, Xte, ytr, yte) in _splits(X, y, repeats)])
     for name, private, public in models:
         base = np.mean([public().fit(Xtr, ytr).score(Xte, yte)
                         for _, (Xtr, Xte, ytr, yte) in _splits(X, y, repeats)])
         for eps in EPSILONS:
             t0 = time.perf_counter()
-            score = np.mean([private(eps, s).fit(Xtr, ytr).score(Xte, yte)
-                             for s, (Xtr, Xte, ytr, yte) in _splits(X, y, repeats)])
-            rows.append(("digits 0-4/5-9", name, "accuracy", eps, score, base,
-                         (time.perf_counter() - t0) / repeats))
+            scores = [private(eps, s).fit(Xtr, ytr).score(Xte, yte)
+                      for s, (Xtr, Xte, ytr, yte) in _splits(X, y, repeats)]
+            rows.append(("digits 0-4/5-9", name, "accuracy", eps, np.mean(scores), np.std(scores),
+                         base, trivial, (time.perf_counter() - t0) / repeats))
     return rows
 
 
@@ -100,12 +110,13 @@ def pca_rows(repeats, k=10):
     rows = []
     for eps in EPSILONS:
         t0 = time.perf_counter()
-        score = np.mean([
+        scores = [
             _captured_variance(PrivatePCA(k, epsilon=eps, delta=DELTA, data_norm=1.0,
                                           random_state=s).fit(Xtr).components_, Xte)
-            for s, (Xtr, Xte, _, _) in _splits(X, y, repeats)])
-        rows.append(("digits PCA", "PrivatePCA (k=10)", "captured var.", eps, score, base,
-                     (time.perf_counter() - t0) / repeats))
+            for s, (Xtr, Xte, _, _) in _splits(X, y, repeats)]
+        # trivial baseline: a uniformly random k-dimensional subspace captures k / d
+        rows.append(("digits PCA", "PrivatePCA (k=10)", "captured var.", eps, np.mean(scores),
+                     np.std(scores), base, k / X.shape[1], (time.perf_counter() - t0) / repeats))
     return rows
 
 
@@ -114,50 +125,60 @@ def ols_rows(repeats):
     y = y - 200.0  # public midpoint of the public target range [0, 400]
     base = np.mean([mean_squared_error(yte, LinearRegression().fit(Xtr, ytr).predict(Xte))
                     for _, (Xtr, Xte, ytr, yte) in _splits(X, y, repeats, stratify=False)])
+    trivial = np.mean([mean_squared_error(yte, DummyRegressor().fit(Xtr, ytr).predict(Xte))
+                       for _, (Xtr, Xte, ytr, yte) in _splits(X, y, repeats, stratify=False)])
     rows = []
     for eps in EPSILONS:
         t0 = time.perf_counter()
-        score = np.mean([
+        scores = [
             mean_squared_error(yte, PrivateOLS(epsilon=eps, delta=DELTA, data_norm=1.0,
                                                label_bound=200.0, random_state=s)
                                .fit(Xtr, ytr).predict(Xte))
-            for s, (Xtr, Xte, ytr, yte) in _splits(X, y, repeats, stratify=False)])
-        rows.append(("diabetes", "PrivateOLS (auto)", "test MSE", eps, score, base,
-                     (time.perf_counter() - t0) / repeats))
+            for s, (Xtr, Xte, ytr, yte) in _splits(X, y, repeats, stratify=False)]
+        rows.append(("diabetes", "PrivateOLS (auto)", "test MSE", eps, np.mean(scores),
+                     np.std(scores), base, trivial, (time.perf_counter() - t0) / repeats))
     return rows
 
 
 def print_table(rows):
     head = (f"{'dataset':<14} {'estimator':<27} {'metric':<14} {'epsilon':>7} "
-            f"{'private':>9} {'non-private':>12} {'fit (s)':>8}")
+            f"{'private':>9} {'+/- std':>8} {'non-private':>12} {'trivial':>9} {'fit (s)':>8}")
     print(head)
     print("-" * len(head))
-    for ds, name, metric, eps, score, base, secs in rows:
-        fmt = "{:>9.1f}" if metric == "test MSE" else "{:>9.3f}"
-        fmtb = "{:>12.1f}" if metric == "test MSE" else "{:>12.3f}"
-        print(f"{ds:<14} {name:<27} {metric:<14} {eps:>7g} " + fmt.format(score) + " "
-              + fmtb.format(base) + f" {secs:>8.3f}")
+    for ds, name, metric, eps, score, std, base, trivial, secs in rows:
+        f = "{:>%d.1f}" if metric == "test MSE" else "{:>%d.3f}"
+        print(f"{ds:<14} {name:<27} {metric:<14} {eps:>7g} " + (f % 9).format(score) + " "
+              + (f % 8).format(std) + " " + (f % 12).format(base) + " " + (f % 9).format(trivial)
+              + f" {secs:>8.3f}")
     print(f"\nAll private fits: (epsilon, delta={DELTA:g})-DP under replace-one neighbours, "
-          "public bounds as stated in the script's docstring.")
+          "public bounds as stated in the script's docstring. Trivial baselines: "
+          "DummyClassifier (majority class), DummyRegressor (training mean), k/d for PCA.")
 
 
 def plot(rows, path):
     groups = {}
-    for ds, name, metric, eps, score, base, _ in rows:
-        groups.setdefault((ds, metric), {}).setdefault(name, []).append((eps, score, base))
+    for ds, name, metric, eps, score, std, base, trivial, _ in rows:
+        groups.setdefault((ds, metric), {}).setdefault(name, []).append((eps, score, std, base, trivial))
     fig, axes = plt.subplots(1, len(groups), figsize=(5 * len(groups), 4))
     for ax, ((ds, metric), by_name) in zip(np.atleast_1d(axes), groups.items()):
         for name, pts in by_name.items():
-            eps, score, base = map(np.array, zip(*pts))
-            line, = ax.plot(eps, score, "o-", label=name)
+            eps, score, std, base, trivial = map(np.array, zip(*pts))
+            line = ax.errorbar(eps, score, yerr=std, marker="o", capsize=3, label=name)[0]
             ax.axhline(base[0], color=line.get_color(), ls="--", lw=1,
                        label=f"non-private ({base[0]:.3g})")
+        label = {"accuracy": "DummyClassifier", "test MSE": "DummyRegressor"}.get(
+            metric, "random subspace (k/d)")
+        ax.axhline(trivial[0], color="gray", ls=":", lw=1.5, label=f"{label} ({trivial[0]:.3g})")
         ax.set_xscale("log")
+        ax.set_xticks(EPSILONS)
+        ax.set_xticklabels([f"{e:g}" for e in EPSILONS])
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
         ax.set_xlabel("epsilon")
         ax.set_ylabel(metric)
         ax.set_title(ds)
         ax.legend(fontsize=8)
-    fig.suptitle(f"skdp: private vs non-private (delta={DELTA:g})")
+    fig.suptitle(f"skdp: private vs non-private and trivial baselines (delta={DELTA:g}; "
+                 "bars: std over repeats)")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     return path
@@ -171,9 +192,14 @@ def main(argv=None):
     rows = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=UserWarning)  # sklearn convergence chatter
-        rows += classification_rows(args.repeats)
-        rows += pca_rows(args.repeats)
-        rows += ols_rows(args.repeats)
+        tasks = [("digits 0-4/5-9 classification", classification_rows),
+                 ("digits PCA", pca_rows), ("diabetes regression", ols_rows)]
+        for i, (task, run) in enumerate(tasks, 1):
+            t0 = time.perf_counter()
+            print(f"[{i}/{len(tasks)}] {task}: {len(EPSILONS)} epsilons x {args.repeats} repeats ...",
+                  end=" ", flush=True)
+            rows += run(args.repeats)
+            print(f"done in {time.perf_counter() - t0:.1f} s", flush=True)
     print_table(rows)
     os.makedirs(args.out, exist_ok=True)
     path = plot(rows, os.path.join(args.out, "skdp_demo.png"))

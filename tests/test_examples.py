@@ -11,8 +11,8 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 
 
-def _run_example(script, out_dir, timeout=300):
-    env = dict(os.environ)
+def _run_example(script, out_dir, timeout=300, **extra_env):
+    env = dict(os.environ, **extra_env)
     env["SKDP_EXAMPLES_OUT"] = str(out_dir)
     env["MPLBACKEND"] = "Agg"
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
@@ -64,7 +64,34 @@ def test_headline_demo(tmp_path):
     out = proc.stdout
     for name in ("PrivateLogisticRegression", "PrivateHuberSVM", "PrivatePCA", "PrivateOLS"):
         assert out.count(name) == 4, name  # one row per epsilon
+    # a progress line per task, and the trivial baselines next to the private results
+    assert [ln[:5] for ln in out.splitlines() if ln.startswith("[")] == ["[1/3]", "[2/3]", "[3/3]"]
+    assert all("done in" in ln for ln in out.splitlines() if ln.startswith("["))
+    assert "trivial" in out and "DummyClassifier" in out and "DummyRegressor" in out
     _assert_png(tmp_path / "skdp_demo.png")
+
+
+def test_private_pipeline_example(tmp_path):
+    """The fully private pipeline: one ledger, whose total is the sum of the steps' budgets."""
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("pandas")
+    import re
+
+    proc = _run_example("plot_private_pipeline.py", tmp_path, SKDP_EXAMPLES_QUICK="1")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = proc.stdout
+    steps = [float(m) for m in re.findall(r"^step \S+\s+epsilon=([\d.e+-]+)", out, flags=re.M)]
+    assert len(steps) == 2
+    total = re.search(r"ledger: 2 spends, total epsilon=([\d.e+-]+)", out)
+    assert total is not None, out
+    assert float(total.group(1)) == pytest.approx(sum(steps), rel=1e-12)
+    assert float(total.group(1)) == pytest.approx(1.0)
+    acc = float(re.search(r"accuracy at total epsilon=1: ([\d.]+)", out).group(1))
+    ref = float(re.search(r"non-private pipeline: ([\d.]+)", out).group(1))
+    dummy = float(re.search(r"DummyClassifier \(majority\): ([\d.]+)", out).group(1))
+    assert acc > dummy + 0.05  # the private pipeline learns something
+    assert acc <= ref + 0.02
+    _assert_png(tmp_path / "private_pipeline.png")
 
 
 def test_gridsearch_ledger_example(tmp_path):
