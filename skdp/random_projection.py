@@ -13,22 +13,24 @@ from ._budget import PrivacyBudget
 from ._validation import check_data_norm, check_epsilon_delta, clip_rows, public_shape
 from .exceptions import PrivacyGuaranteeWarning
 from .base import PrivateEstimatorMixin, private_fit
-from .mechanisms.ndis import _cached_rp_noise_multiplier, gaussian_sketch
+from .mechanisms.ndis import private_sketch
 
 __all__ = ["PrivateRandomProjection"]
 
 
-#: the floating-point caveat of the Gaussian sketch ``Z F`` (see ``warn_float_sketch``)
+#: the floating-point caveat of the Gaussian sketch ``Z F`` when it cannot be released on
+#: the grid (see ``warn_float_sketch`` and :func:`skdp.mechanisms.ndis.private_sketch`)
 FLOAT_SKETCH_CAVEAT = (
     "the Gaussian sketch Z F is computed and released in floating point: its (epsilon, delta) "
     "guarantee holds in exact arithmetic (Lu et al. 2023, NDIS), but attacks on the low bits "
     "of floating-point noise (Mironov 2012) have been demonstrated on it. The grid release "
-    "that protects the Gaussian and Laplace mechanisms is not yet derived for this release."
+    "was not used because its public floating-point error reserve exceeds 1% of delta at this "
+    "n, n_features, sketch size and delta (larger delta or smaller n make it available)."
 )
 
 
 def warn_float_sketch(owner):
-    """Warn that a sketch release is not yet protected against floating-point attacks."""
+    """Warn that a sketch release fell back to floating point (not protected against attacks)."""
     warnings.warn(f"{owner}: {FLOAT_SKETCH_CAVEAT}", PrivacyGuaranteeWarning, stacklevel=4)
 
 
@@ -48,9 +50,21 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
     The sketch is drawn without materialising ``G``: its rows are i.i.d.
     ``N(0, X^T X + sigma^2 I)``, so ``Z F / sqrt(r)`` with ``Z`` an
     ``r x d`` standard normal matrix and ``F^T F = X^T X + sigma^2 I`` has
-    exactly the distribution of ``G [X; sigma I] / sqrt(r)`` (see
-    :func:`skdp.mechanisms.ndis.gaussian_sketch`); cost ``O(n d^2 + r d^2)``
-    instead of ``O(r n d)``, memory ``O(chunk_size d + r d)``.
+    exactly the distribution of ``G [X; sigma I] / sqrt(r)``; cost
+    ``O(n d^2 + r d^2)`` instead of ``O(r n d)``.
+
+    Floating-point safety: the sketch is released on a public grid by
+    :func:`skdp.mechanisms.ndis.grid_sketch` (quantised data, exact integer
+    Gram matrix, long-double Cholesky factor on a power-of-two grid, exact
+    discrete Gaussian normals, exact integer product, isotropic discrete
+    Gaussian noise of variance ``2^-21 sigma^2`` on the output grid). Its
+    law is within a public total variation of a post-processing of the
+    real-arithmetic NDIS sketch; ``(1 + e^eps)`` times that distance
+    (``delta_reserve_``) is added to delta, and sigma is calibrated at
+    ``0.99 delta``. When the reserve exceeds ``delta / 100`` (the
+    factorization's error grows with ``n``: roughly ``n > 2 * 10^5`` at the
+    default ``delta = 1/n^2``), the sketch is drawn in floating point at
+    ``delta`` and the fit warns (``float_safe_ = False``).
 
     Noise scale (replace-one neighbours, n public): rows are clipped to
     ``l = data_norm``; ``sigma = l * rp_noise_multiplier(eps, delta, r)``,
@@ -96,8 +110,16 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
         Singular values of ``sketch_`` (their squares estimate the
         eigenvalues of ``X^T X + sigma^2 I``).
     sigma_ : float
+        The regularization used (``sigma_eff``: ``sigma`` rounded up to the
+        data grid for the grid release).
     noise_multiplier_ : float
         ``sigma_ / data_norm_``.
+    float_safe_ : bool
+        Whether ``sketch_`` was released on the grid (see above).
+    delta_reserve_ : float
+        The part of delta spent on the grid release's total-variation bound
+        (0 for the floating-point release); the NDIS part is
+        ``rp_replace_delta(epsilon, (data_norm_ / sigma_)^2, sketch_size_)``.
     delta_ : float
     data_norm_ : float
     privacy_spent_ : PrivacyBudget
@@ -173,7 +195,6 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
         delta = default_delta(n) if self.delta is None else self.delta
         epsilon, delta = check_epsilon_delta(self.epsilon, delta, require_delta=True)
         budget, rng = self._start_fit(n, d_public, PrivacyBudget(epsilon, delta))
-        warn_float_sketch(type(self).__name__)
         self.delta_ = budget.delta
         X = validate_data(self, X, dtype=np.float64)
         n, d = X.shape
@@ -182,10 +203,14 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
         data_norm = check_data_norm(X, self.data_norm, estimator=self)
         self.data_norm_ = data_norm
         X = clip_rows(X, data_norm)
-        self.noise_multiplier_ = _cached_rp_noise_multiplier(epsilon, delta, r)
-        self.sigma_ = float(data_norm * self.noise_multiplier_)
-        self.sketch_ = gaussian_sketch(X, r, self.sigma_, random_state=rng,
-                                       chunk_size=self.chunk_size) / np.sqrt(r)
+        S, info = private_sketch(X, r, epsilon, delta, data_norm, rng, chunk_size=self.chunk_size)
+        if not info["float_safe"]:
+            warn_float_sketch(type(self).__name__)
+        self.sigma_ = float(info["sigma"])
+        self.noise_multiplier_ = self.sigma_ / data_norm
+        self.float_safe_ = bool(info["float_safe"])
+        self.delta_reserve_ = float(info["reserve"])
+        self.sketch_ = S / np.sqrt(r)
         self.sketch_size_ = r
         _, s, Vt = np.linalg.svd(self.sketch_, full_matrices=False)
         # deterministic sign: largest-magnitude entry of each component positive

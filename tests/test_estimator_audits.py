@@ -61,8 +61,7 @@ import warnings
 import numpy as np
 import pytest
 
-import skdp.linear_model._ols as _ols
-import skdp.random_projection as _rp
+import skdp.mechanisms.ndis as _ndis
 from skdp import (
     PrivacyLeakWarning,
     PrivateHuberSVM,
@@ -82,7 +81,7 @@ EPS, DELTA = 1.0, 0.05
 @contextlib.contextmanager
 def under_noised(factor):
     """Every noise draw of every route times ``factor`` (a broken calibration)."""
-    sample, m_rp, m_ols = NoiseSpec.sample, _rp._cached_rp_noise_multiplier, _ols._cached_rp_noise_multiplier
+    sample, m_rp = NoiseSpec.sample, _ndis._cached_rp_noise_multiplier
     privatize = NoiseSpec.privatize
 
     def scaled(self, random_state=None):
@@ -107,8 +106,8 @@ def under_noised(factor):
     NoiseSpec.privatize = scaled_release
     _IIDGaussian.release_with = scaled_release_with
     _IIDGaussian.sample_continuous = scaled_continuous
-    _rp._cached_rp_noise_multiplier = lambda *a: m_rp(*a) * factor
-    _ols._cached_rp_noise_multiplier = lambda *a: m_ols(*a) * factor
+    # the sketch routes (PrivateRandomProjection, PrivateOLS "sketch") share ndis.private_sketch
+    _ndis._cached_rp_noise_multiplier = lambda *a: m_rp(*a) * factor
     try:
         yield
     finally:
@@ -116,8 +115,7 @@ def under_noised(factor):
         NoiseSpec.privatize = privatize
         _IIDGaussian.release_with = release_with
         _IIDGaussian.sample_continuous = sample_continuous
-        _rp._cached_rp_noise_multiplier = m_rp
-        _ols._cached_rp_noise_multiplier = m_ols
+        _ndis._cached_rp_noise_multiplier = m_rp
 
 
 # --- neighbouring pairs -----------------------------------------------------------

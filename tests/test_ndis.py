@@ -288,3 +288,108 @@ def test_gaussian_sketch_samplers_have_the_same_distribution(sigma):
 def test_gaussian_sketch_rejects_unknown_algorithm():
     with pytest.raises(ValueError, match="algorithm"):
         gaussian_sketch(np.eye(2), 3, algorithm="fast")
+
+# --- the grid sketch (floating-point-safe release of Z F) ---------------------------
+def _grid_case(n=400, d=6, r=30, eps=1.0, delta=1e-6, seed=0):
+    from skdp.mechanisms.ndis import _cached_rp_noise_multiplier, grid_sketch_plan
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) + 3.0  # correlated columns, rows at the norm bound
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    sigma = _cached_rp_noise_multiplier(eps, delta * 0.99, r)
+    return X, grid_sketch_plan(n, d, r, 1.0, sigma, eps)
+
+
+def test_grid_sketch_factor_error_is_below_the_public_bound():
+    """Exact integer arithmetic: ||M^{-1/2} (F~^T F~ - M) M^{-1/2}||_F <= a, and a is tiny."""
+    from fractions import Fraction
+
+    from skdp.mechanisms.ndis import _cholesky_longdouble, _quantize_rows
+
+    for n, d in ((400, 6), (20000, 12)):
+        X, plan = _grid_case(n=n, d=d)
+        Xi = _quantize_rows(X, 1.0, plan["m"]).astype(np.int64)
+        assert np.all((Xi * Xi).sum(axis=1) <= 4 ** plan["m"])
+        Xo = Xi.astype(object)
+        M = Xo.T.dot(Xo) + plan["s2"] * np.eye(d, dtype=np.int64).astype(object)  # exact
+        F = _cholesky_longdouble(np.array(M, dtype=np.longdouble))
+        Fint = np.rint(F / np.longdouble(plan["p_F"])).astype(np.int64).astype(object)
+        p = Fraction(plan["p_F"])
+        E = Fint.T.dot(Fint)
+        E = np.array([[float(E[i, j] * p * p - M[i, j]) for j in range(d)] for i in range(d)])
+        w, V = np.linalg.eigh(np.array(M, dtype=float))
+        W = V @ np.diag(w ** -0.5) @ V.T
+        observed = np.linalg.norm(W @ E @ W)
+        assert observed <= plan["a"], (observed, plan["a"])
+        assert plan["a"] < 1e-13
+
+
+def test_grid_sketch_product_is_exact_and_on_the_grid():
+    """The release equals fl(V) g q for the exact integer V = Y_Z F~int + Y (Python integers)."""
+    from skdp.mechanisms._discrete import sample_discrete_gaussian
+    from skdp.mechanisms.ndis import _cholesky_longdouble, _quantize_rows, grid_sketch
+
+    X, plan = _grid_case(n=300, d=5, r=20)
+    S = grid_sketch(X, plan, np.random.default_rng(7))
+    Xi = _quantize_rows(X, 1.0, plan["m"]).astype(np.int64).astype(object)
+    M = Xi.T.dot(Xi) + plan["s2"] * np.eye(5, dtype=np.int64).astype(object)
+    F = _cholesky_longdouble(np.array(M, dtype=np.longdouble))
+    Fint = np.rint(F / np.longdouble(plan["p_F"])).astype(np.int64).astype(object)
+    rng = np.random.default_rng(7)  # replay the draws
+    YZ = sample_discrete_gaussian(2.0 ** plan["k"], (20, 5), rng).astype(object)
+    assert plan["j"] > 0
+    Y = (sample_discrete_gaussian(plan["s1"], (20, 5), rng).astype(object) * 2 ** plan["j"]
+         + sample_discrete_gaussian(plan["sy2"], (20, 5), rng).astype(object))
+    V = YZ.dot(Fint) + Y
+    unit = np.ldexp(plan["p_F"], -(plan["k"] + plan["m"]))
+    expected = np.array([[float(v) for v in row] for row in V]) * unit
+    np.testing.assert_array_equal(S, expected)
+    # the sketch's Gram matrix estimates X^T X + sigma_eff^2 I
+    assert plan["smoothing_variance"] <= 5e-7 * plan["sigma"] ** 2
+
+
+def test_private_sketch_delta_total_oracle():
+    """delta_NDIS (rp_replace_delta, independent of the plan) + reserve <= delta."""
+    from skdp.mechanisms.ndis import private_sketch
+
+    for n, d, r, delta in ((50, 5, 300, 1e-5), (400, 6, 30, 1e-6), (2000, 20, 100, 1.0 / 2000**2)):
+        X = np.random.default_rng(1).normal(size=(n, d))
+        X /= np.linalg.norm(X, axis=1, keepdims=True)
+        S, info = private_sketch(X, r, 1.0, delta, 1.0, np.random.default_rng(2))
+        assert info["float_safe"] and S.shape == (r, d)
+        ndis = rp_replace_delta(1.0, (1.0 / info["sigma"]) ** 2, r)
+        assert ndis + info["reserve"] <= delta
+        assert 0 < info["reserve"] <= 0.01 * delta
+
+
+def test_private_sketch_falls_back_where_the_reserve_is_too_large():
+    from skdp.mechanisms.ndis import _cached_rp_noise_multiplier, grid_sketch_plan
+
+    # n = 10^6 at delta = 1/n^2: the factorization bound alone is about delta
+    sigma = _cached_rp_noise_multiplier(1.0, 0.99e-12, 300)
+    plan = grid_sketch_plan(10**6, 20, 300, 1.0, sigma, 1.0)
+    assert plan is None or plan["reserve"] > 0.01e-12
+
+
+def test_smoothing_lemma_numerically():
+    """D_{hZ,1} + N(0, s^2) has density phi_{sqrt(1+s^2)} (1 +- (eps1 + eps3)) (Poisson summation)."""
+    from scipy.stats import norm as _norm
+
+    from skdp.mechanisms.ndis import _theta_bound
+
+    h, s = 0.25, 0.12  # s^2 / h^2 small enough for a visible deviation
+    z = h * np.arange(-200, 201)
+    p = np.exp(-z**2 / 2)
+    p /= p.sum()
+    x = np.linspace(-4, 4, 801)
+    dens = (p[None, :] * _norm.pdf(x[:, None] - z[None, :], scale=s)).sum(axis=1)
+    ratio = dens / _norm.pdf(x, scale=np.sqrt(1 + s * s))
+    s3 = s * s / (1 + s * s)
+    bound = _theta_bound(s3 / h**2) + _theta_bound(1 / h**2)
+    assert np.max(np.abs(ratio - 1)) <= bound
+    assert np.max(np.abs(ratio - 1)) > bound / 3  # the bound is the right size
+
+
+def test_kl_inequality_used_for_the_factor():
+    x = np.linspace(-0.5, 50, 200001)
+    assert np.all(x - np.log1p(x) <= x * x + 1e-15)

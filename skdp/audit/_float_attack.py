@@ -72,34 +72,41 @@ def numpy_ziggurat_table(n_draws=40_000, seed=12345):
     return table
 
 
-def ziggurat_lattice_member(x, sigma, table=None, tau=1e-3):
-    """Whether each release ``x`` is ``fl(sigma * fl(j w_i))`` for some layer ``i`` and ``j``.
+def ziggurat_lattice_member(x, sigma, table=None, tau=1e-3, divisor=1.0):
+    """Whether each release ``x`` is ``fl(fl(sigma * fl(j w_i)) / divisor)`` for some ``i`` and ``j``.
 
-    Only releases with ``|x| <= tau * sigma`` can be members (the event of
-    the module docstring).
+    Only releases with ``|x| <= tau * sigma / divisor`` can be members (the
+    event of the module docstring). ``divisor`` covers releases that are
+    scaled after the noise is drawn, such as the random-projection sketch
+    ``fl(fl(z F_00) / sqrt(r))`` of a column that is zero in the data (its
+    Cholesky column is ``F_00 e_1``, so the release is one scaled normal).
     """
     if table is None:
         table = numpy_ziggurat_table()
     w = table[np.isfinite(table)]
     x = np.asarray(x, dtype=float).ravel()
     ax = np.abs(x)
-    small = (ax <= tau * sigma) & (ax > 0)
+    divisor = float(divisor)
+    small = (ax <= tau * sigma / divisor) & (ax > 0)
     out = np.zeros(x.size, dtype=bool)
     if not np.any(small):
         return out
     xs = ax[small]
-    j0 = np.rint(xs[:, None] / sigma / w[None, :])  # (m, 256)
+    j0 = np.rint(xs[:, None] * divisor / sigma / w[None, :])  # (m, 256)
     hit = np.zeros(xs.size, dtype=bool)
     for dj in (-1.0, 0.0, 1.0):
         j = j0 + dj
         ok = (j >= 1) & (j < 2.0**52)
-        hit |= np.any(ok & ((j * w[None, :]) * sigma == xs[:, None]), axis=1)
+        cand = (j * w[None, :]) * sigma
+        if divisor != 1.0:
+            cand = cand / divisor
+        hit |= np.any(ok & (cand == xs[:, None]), axis=1)
     out[small] = hit
     return out
 
 
 def float_attack(release, release_prime, sigma, *, epsilon, delta, n_runs, tau=1e-3, alpha=0.05,
-                 random_state=0):
+                 random_state=0, divisor=1.0):
     """Certify a delta from the ziggurat-lattice event on two release functions.
 
     Parameters
@@ -118,6 +125,8 @@ def float_attack(release, release_prime, sigma, *, epsilon, delta, n_runs, tau=1
         Only releases within ``tau * sigma`` of zero are tested.
     alpha : float, default=0.05
         Confidence of the Clopper-Pearson bounds (split over the two sides).
+    divisor : float, default=1.0
+        Releases are ``fl(fl(sigma z) / divisor)`` (see :func:`ziggurat_lattice_member`).
 
     Returns
     -------
@@ -132,7 +141,7 @@ def float_attack(release, release_prime, sigma, *, epsilon, delta, n_runs, tau=1
     for fn in (release, release_prime):
         c = 0
         for _ in range(int(n_runs)):
-            c += bool(np.any(ziggurat_lattice_member(fn(rng), sigma, table, tau)))
+            c += bool(np.any(ziggurat_lattice_member(fn(rng), sigma, table, tau, divisor)))
         counts.append(c)
     n = int(n_runs)
     lo0 = float(clopper_pearson(counts[0], n, alpha / 2.0, "lower"))

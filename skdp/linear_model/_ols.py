@@ -25,13 +25,14 @@ from ..exceptions import PrivacyGuaranteeWarning
 from ..leverage import leverage_scores, residual_scores
 from ..mechanisms import Query, calibrate
 from ..mechanisms.ndis import (
-    _cached_rp_noise_multiplier,
     als_F,
     gaussian_sketch,
     least_squares_sample,
     ls_noise_multiplier,
+    private_sketch,
     rp_delta,
 )
+from ..random_projection import warn_float_sketch
 
 __all__ = ["PrivateOLS"]
 
@@ -95,9 +96,14 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         :func:`skdp.mechanisms.ndis.rp_replace_delta` at ``L = R^2/sigma^2``
         (the paper's ``sigma = l/sqrt(lbar)`` covers add/remove only).
         The sketch is sampled as ``Z_r F`` with ``F^T F = Z^T Z + sigma^2 I``
-        (same distribution as ``G [Z; sigma I]``, see
-        :func:`skdp.mechanisms.ndis.gaussian_sketch`), in
-        ``O(n p^2 + r p^2)`` time.
+        (same distribution as ``G [Z; sigma I]``), in ``O(n p^2 + r p^2)``
+        time, and released on a public grid by the shared
+        :func:`skdp.mechanisms.ndis.private_sketch` (floating-point safe:
+        sigma calibrated at ``0.99 delta``, the grid's public
+        total-variation reserve ``delta_reserve_`` added; when the reserve
+        would exceed ``delta / 100`` the sketch falls back to floating point
+        and warns, ``float_safe_ = False``), see
+        :class:`skdp.PrivateRandomProjection`.
     ``"ssp"`` (verified)
         Sufficient statistics perturbation: release the symmetric
         ``(p+1) x (p+1)`` matrix ``A = Z^T Z`` (it holds ``X^T X`` and ``X^T y``)
@@ -188,6 +194,9 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         The method used ("auto" resolved).
     sigma_ : float or None
         Regularization / sketch noise scale ("sketch", "ls", "als").
+    float_safe_, delta_reserve_ : bool, float
+        Only for "sketch": whether the sketch was released on the grid, and
+        the part of delta spent on its total-variation bound.
     noise_spec_ : NoiseSpec, list of NoiseSpec or None
         Core noise specs ("ssp": one; "adassp": three).
     ridge_ : float
@@ -346,12 +355,22 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         Z = np.column_stack([X, y])
 
         if method == "sketch":
-            sigma = np.sqrt(R2) * _cached_rp_noise_multiplier(epsilon, delta, int(r))
+            self.float_safe_, self.delta_reserve_ = False, 0.0
+            sigma = None
             if self.relative_dp:
                 lev = float(np.max(leverage_scores(Z, chunk_size=self.chunk_size)))
                 if lev < 1 and rp_delta(epsilon, lev, int(r)) <= delta:
                     sigma = 0.0
-            S = gaussian_sketch(Z, r, sigma, random_state=rng, chunk_size=self.chunk_size)
+            if sigma is None:
+                # the shared grid release (floating-point safe), or the float fallback
+                S, info = private_sketch(Z, int(r), epsilon, delta, np.sqrt(R2), rng,
+                                         chunk_size=self.chunk_size)
+                if not info["float_safe"]:
+                    warn_float_sketch(type(self).__name__)
+                sigma = info["sigma"]
+                self.float_safe_, self.delta_reserve_ = bool(info["float_safe"]), float(info["reserve"])
+            else:
+                S = gaussian_sketch(Z, r, sigma, random_state=rng, chunk_size=self.chunk_size)
             theta = linalg.lstsq(S[:, :p], S[:, p])[0]
             self.sigma_ = float(sigma)
         elif method in ("ls", "als"):

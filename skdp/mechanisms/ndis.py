@@ -60,7 +60,9 @@ section 7.8). Here that factor is simplified to ``e^eps`` and any non-finite
 value raises ``FloatingPointError``.
 """
 
+import math
 import warnings
+from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
@@ -84,6 +86,9 @@ __all__ = [
     "ls_noise_multiplier",
     "gaussian_sketch",
     "least_squares_sample",
+    "grid_sketch_plan",
+    "grid_sketch",
+    "private_sketch",
 ]
 
 
@@ -753,3 +758,361 @@ def least_squares_sample(Z, sigma, r, *, random_state=None):
     z = rng.standard_normal(d)
     noise = linalg.solve_triangular(cf[0], z, lower=True, trans="T")
     return xt + np.sqrt(w2 / r) * noise
+
+
+# ---------------------------------------------------------------------------
+# The sketch released on a grid (floating-point safe): plan, sampler, calibration
+# ---------------------------------------------------------------------------
+#: share of delta reserved for the total-variation terms of the grid sketch
+SKETCH_RESERVE_SHARE = 0.01
+
+#: ``kappa``: the grid sketch adds isotropic noise of variance ``kappa sigma^2`` per entry
+#: (a relative increase of at most ``kappa`` of the smallest entry variance ``sigma^2``)
+SKETCH_SMOOTHING_SHARE = 2.0**-21
+
+_U = 2.0**-53
+
+#: unit roundoff of the long double used by the factorization (2^-64 for x87 extended
+#: precision; 2^-53 where long double is double)
+_LD_UNIT = float(np.finfo(np.longdouble).eps) / 2.0
+_LD_EXACT_INT = 2 ** (np.finfo(np.longdouble).nmant + 1)
+
+
+def _cholesky_longdouble(M):
+    """Upper ``F`` with ``F^T F = M + D``, ``|D| <= gamma_{d+1} |F^T| |F|`` in long double.
+
+    The standard column Cholesky (Higham 2002, Algorithm 10.2): inner
+    products in long double, ``sqrt`` correctly rounded. Returns None if a
+    pivot is not positive.
+    """
+    M = np.asarray(M, dtype=np.longdouble)
+    d = M.shape[0]
+    L = np.zeros((d, d), dtype=np.longdouble)
+    for j in range(d):
+        row = L[j, :j]
+        piv = M[j, j] - np.dot(row, row)
+        if not piv > 0:
+            return None
+        L[j, j] = np.sqrt(piv)
+        if j + 1 < d:
+            L[j + 1:, j] = (M[j + 1:, j] - L[j + 1:, :j] @ row) / L[j, j]
+    return L.T
+
+
+def _theta_bound(x):
+    """``2 sum_{m>=1} exp(-2 pi^2 x m^2)``, bounded by ``2 e / (1 - e)``, ``e = exp(-2 pi^2 x)``."""
+    e = math.exp(-2.0 * math.pi**2 * x) if x < 1e300 else 0.0
+    return 2.0 * e / (1.0 - e)
+
+
+def _wide_gaussian_params(s):
+    """``(s1, j, s2)`` with ``2^j s1 ... `` for :func:`_sample_wide_gaussian` (``j = 0``: one draw)."""
+    if s <= 2.0**40:
+        return s, 0, 0.0
+    j = math.ceil(math.log2(s)) - 38
+    s2 = math.ldexp(1.0, j + 2)
+    s1 = math.sqrt(s * s - s2 * s2) / math.ldexp(1.0, j)
+    return s1, j, s2
+
+
+def grid_sketch_plan(n, d, r, data_norm, sigma, epsilon):
+    """Public parameters and total-variation bound of :func:`grid_sketch`; ``None`` if infeasible.
+
+    Every quantity is a function of ``(n, d, r, data_norm, sigma, epsilon)``
+    (the derivation is in :func:`grid_sketch`). Returns a dict with the data
+    quantisation ``m`` (units ``q = data_norm 2^-m``), the regularisation
+    ``s2`` (``sigma_eff^2 = s2 q^2 >= sigma^2``), the factor grid ``p_F``, the
+    resolution ``k`` of the normals, the noise scale ``s_Y`` and its sampler
+    parameters, the digit width ``b`` and count, the three total-variation
+    terms ``tv_factor``, ``tv_normals``, ``tv_noise`` and
+    ``reserve = (1 + e^eps) (tv_factor + tv_normals + tv_noise)``.
+    ``None`` when no parameters satisfy the exactness constraints (int64
+    ranges, ``a <= 1/2``).
+    """
+    from ._discrete import DISCRETE_GAUSSIAN_SAMPLER_TV, rounded_gaussian_tv_bound
+
+    n, d, r = int(n), int(d), int(r)
+    ld = max(1, math.ceil(math.log2(d)))
+    m = min(20, (61 - math.ceil(math.log2(n + 1))) // 2, (51 - ld) // 2)
+    if m < 8 or not (sigma > 0):
+        return None
+    s2 = math.ceil(Fraction(float(sigma)) ** 2 * 4**m / Fraction(float(data_norm)) ** 2)
+    if n * 4**m + s2 >= min(2**62, _LD_EXACT_INT):
+        return None
+    T_M = n * 4**m + d * s2  # trace bound of M (units q^2)
+    uL = _LD_UNIT
+    gam = 2.0 * (d + 1) * uL / (1.0 - (d + 1) * uL)  # 2 gamma_{d+1} (safety factor 2)
+    FF = T_M / (1.0 - gam) * (1.0 + 1e-12)  # ||F^||_F^2
+    e1 = gam * FF * (1.0 + 1e-12)  # ||F^T F^ - M||_F (M is exact in long double)
+    A1 = e1 / s2
+    nz = math.sqrt(d * (d + 1) / 2.0)
+    p_F = math.ldexp(1.0, math.floor(math.log2(A1 * math.sqrt(s2) / (2.0 * nz))))
+    rho = 0.5 * p_F * nz / math.sqrt(s2)
+    a = (A1 + 2.0 * math.sqrt(1.0 + A1) * rho + rho * rho) * (1.0 + 1e-12)
+    if a > 0.5:
+        return None
+    tv_factor = 0.5 * math.sqrt(r) * a
+    FRn = math.sqrt(FF) + rho * math.sqrt(s2)  # ||F~||_F >= sqrt(lambda_max(F~^T F~))
+    c_target = SKETCH_SMOOTHING_SHARE * s2
+    sp2 = c_target / FRn**2
+    k = max(1, math.ceil(0.5 * math.log2(8.0 * (1.0 + sp2) / sp2)))
+    if k > 40:
+        return None
+    g_fine = math.ldexp(p_F, -k)  # resolution of Z^ F~ (units q)
+    s_Y = math.sqrt(c_target) / g_fine
+    if not (1.0 <= s_Y <= 2.0**78):
+        return None
+    s1, j, sy2 = _wide_gaussian_params(s_Y)
+    if j == 0:
+        S_Y2, eps_comp, draws = s1 * s1, 0.0, 1
+    else:
+        S1 = math.ldexp(s1, j)
+        S_Y2 = S1 * S1 + sy2 * sy2
+        eps_comp = _theta_bound(S1 * S1 * sy2 * sy2 / S_Y2 / 4.0**j)
+        draws = 2
+    S_Y2 *= 1.0 - 1e-12
+    c_eff = S_Y2 * g_fine * g_fine
+    sp2 = c_eff / FRn**2
+    s3 = sp2 / (1.0 + sp2)
+    eps3 = _theta_bound(s3 * 4.0**k)
+    eps1 = _theta_bound(4.0**k)
+    rd = r * d
+    tv_normals = rd * (DISCRETE_GAUSSIAN_SAMPLER_TV + 0.5 * (eps1 + eps3) + 1e-300)
+    tv_noise = rd * (draws * DISCRETE_GAUSSIAN_SAMPLER_TV + eps_comp / (1.0 - eps_comp)
+                     + rounded_gaussian_tv_bound(math.sqrt(S_Y2)))
+    # exact integer products: digits of b bits, |sum_k Y_Z F_digit| < 2^52
+    b = 52 - (k + 6) - ld
+    if b < 8:
+        return None
+    F_max = math.ceil(FRn / p_F) + 1  # bound on |F~ / p_F|
+    n_digits = max(1, math.ceil(F_max.bit_length() / b))
+    V_bound = d * 2 ** (k + 6) * F_max + 2 ** 7 * math.ceil(s_Y)
+    if V_bound >= 2**92:
+        return None
+    tv = tv_factor + tv_normals + tv_noise
+    return dict(n=n, d=d, r=r, data_norm=float(data_norm), sigma=float(sigma), m=m, s2=s2,
+                sigma_eff=math.sqrt(s2) * float(data_norm) * 2.0**-m, p_F=p_F, k=k,
+                s_Y=s_Y, s1=s1, j=j, sy2=sy2, b=b, n_digits=n_digits, a=a,
+                smoothing_variance=c_eff * float(data_norm) ** 2 * 4.0**-m,
+                tv_factor=tv_factor, tv_normals=tv_normals, tv_noise=tv_noise,
+                reserve=(1.0 + math.exp(epsilon)) * tv)
+
+
+def _quantize_rows(X, data_norm, m):
+    """``trunc(X 2^m / data_norm)`` (float integers) with every row's norm at most ``2^m``, exactly."""
+    Xi = np.trunc(np.asarray(X, dtype=float) * (math.ldexp(1.0, m) / float(data_norm) * (1.0 - 2.0**-30)))
+    lim = float(4**m)
+    while True:  # sums of squares of integers below 2^53: exact in any order
+        bad = np.einsum("ij,ij->i", Xi, Xi) > lim
+        if not np.any(bad):
+            return Xi
+        Xi[bad] = np.trunc(Xi[bad] * (1.0 - 2.0**-20))
+
+
+def _add_shifted(hi, lo, A, s):
+    """``(hi, lo) += A * 2^s`` for the exact integer ``hi 2^32 + lo`` (``0 <= lo < 2^32``)."""
+    if s >= 32:
+        hi += A << (s - 32)
+    else:
+        w = 32 - s
+        q = A >> w
+        lo += (A - (q << w)) << s
+        hi += q
+    hi += lo >> 32
+    lo &= 0xFFFFFFFF
+
+
+def _sample_wide_gaussian(plan, shape, rng, hi, lo):
+    """Add ``N_Z(0, s_Y^2)`` noise (``2^j Y1 + Y2`` when ``s_Y > 2^40``) to ``(hi, lo)``."""
+    from ._discrete import sample_discrete_gaussian
+
+    if plan["j"] == 0:
+        _add_shifted(hi, lo, sample_discrete_gaussian(plan["s1"], shape, rng), 0)
+        return
+    _add_shifted(hi, lo, sample_discrete_gaussian(plan["s1"], shape, rng), plan["j"])
+    _add_shifted(hi, lo, sample_discrete_gaussian(plan["sy2"], shape, rng), 0)
+
+
+def grid_sketch(X, plan, rng, *, chunk_size=10_000):
+    """The regularized Gaussian sketch ``Z F`` released on a grid, floating-point safe.
+
+    Returns an ``r x d`` draw whose law is within total variation
+    ``tv = plan["reserve"] / (1 + e^eps)`` of a post-processing of the ideal
+    (real-arithmetic) NDIS sketch ``A* = Z F*``, rows i.i.d.
+    ``N(0, M)``, ``M = Xq^T Xq + sigma_eff^2 I``. Hence, if ``A*`` is
+    ``(eps, delta')``-DP (:func:`rp_replace_delta` at ``L = l^2/sigma_eff^2``),
+    the release is ``(eps, delta' + reserve)``-DP: for every event ``E``,
+    ``P(E) <= P*(E) + tv <= e^eps P*'(E) + delta' + tv <= e^eps P'(E) +
+    delta' + (1 + e^eps) tv``. Not the release divided by ``sqrt(r)``:
+    callers scale (post-processing).
+
+    The computation (units ``q = l 2^-m``, ``l`` = ``data_norm``)
+    --------------------------------------------------------------
+    1. *Quantised data* ``Xq = trunc(X 2^m / l)`` (integers; rows with
+       ``|x|^2 > 4^m`` shrunk until not, checked exactly): a row-wise
+       transformation that keeps ``|x| <= l``, so neighbours stay neighbours
+       under the same bound.
+    2. *Exact Gram*: chunks of at most ``2^(52 - 2m)`` rows give integer sums
+       below ``2^52`` (exact in float64 in any order, FMA included), added in
+       int64 (``n 4^m < 2^62``). ``M = G + s2 I`` with
+       ``s2 = ceil(sigma^2 / q^2)`` (so ``sigma_eff >= sigma``), exact;
+       ``lambda_min(M) >= s2`` is public.
+    3. *Factor*: ``F^ = chol(fl(M))`` in float64. Converting ``M`` costs
+       ``u ||M||_F <= u tr M`` and Cholesky's backward error
+       (Higham 2002, Thm 10.3) is ``F^T F^ = fl(M) + D``,
+       ``|D| <= gamma_{d+1} |F^T| |F^|``, so
+       ``||D||_F <= gamma_{d+1} ||F^||_F^2 <= gamma_{d+1} tr fl(M) / (1 - gamma_{d+1})``;
+       the plan uses ``2 gamma_{d+1}`` (LAPACK's blocked order) and
+       ``tr M <= n 4^m + d s2`` (rows have norm at most ``2^m``).
+       ``F~ = p_F round(F^ / p_F)`` (a power-of-two grid; ``R = F~ - F^``,
+       ``||R||_F <= p_F/2 sqrt(d(d+1)/2)``). With ``W = M^{-1/2}``,
+       ``||W (F~^T F~ - M) W||_F <= A1 + 2 sqrt(1 + A1) rho + rho^2 =: a``
+       where ``A1 = e1 / s2`` (``e1`` the two errors above) and
+       ``rho = ||R||_F / sqrt(s2)``.
+    4. *Normals*: ``Z^ = Y_Z 2^-k`` with ``Y_Z`` exact discrete Gaussians
+       ``N_Z(0, 4^k)`` (:func:`skdp.mechanisms._discrete.sample_discrete_gaussian`;
+       redrawn in the event ``max |Y_Z| > 2^(k+6)``, of probability below
+       ``1e-300`` per entry).
+    5. *Exact product*: ``T = Y_Z F~ / p_F`` is an integer matrix (units
+       ``g = 2^-k p_F``); ``F~ / p_F`` is split into signed digits of ``b``
+       bits so that every digit product is an integer below ``2^52``
+       (exact in float64), and the digits are combined exactly in two int64
+       limbs (``hi 2^32 + lo``).
+    6. *Isotropic noise on the grid*: ``V = T + Y`` with ``Y ~ N_Z(0, s_Y^2)``
+       (``s_Y = sqrt(c) / g``, ``c = kappa s2``; above ``2^40`` the sum
+       ``2^j Y1 + Y2`` of two exact discrete Gaussians), exact in the limbs.
+       The release is ``fl(hi 2^32 + lo) g q``: IEEE addition rounds the
+       exact integer ``V`` correctly, so the released doubles are a function
+       of ``V`` alone.
+
+    The total-variation argument (for one dataset)
+    -----------------------------------------------
+    Let ``W ~ N(0, c I)`` per row and ``round_g`` rounding to the grid.
+
+    (a) ``Y`` vs ``round(W / g)``: the composition ``2^j Y1 + Y2`` is
+        within ``eps_c / (1 - eps_c)`` of ``N_Z(0, S^2)``, ``S^2 = 4^j s1^2 + s2'^2``
+        (completing the square, ``P(x) = rho_S(x) K sum_{u in 2^j Z} rho_{s3}(u - a_x)``
+        and by Poisson summation the sum is within ``1 +- eps_c``,
+        ``eps_c = 2 sum_m exp(-2 pi^2 s3^2 m^2 / 4^j)``), plus
+        ``DISCRETE_GAUSSIAN_SAMPLER_TV`` per draw, plus
+        ``rounded_gaussian_tv_bound(S)`` to ``round(N(0, S^2))``. Since ``T``
+        is an integer matrix, ``T + round(W/g) = round((Z^ F~ + W) / g)``.
+    (b) ``Z^`` vs ``Z ~ N(0, 1)``: ``Z^ F~ + W = (Z^ + W F~^{-1}) F~``; the
+        rows of ``W F~^{-1}`` are ``N(0, c (F~ F~^T)^{-1})``, which is
+        ``N(0, s'^2 I)`` plus independent noise for
+        ``s'^2 = c / ||F~||_F^2 <= c / lambda_max``. A discrete Gaussian on
+        ``2^-k Z`` plus ``N(0, s'^2)`` has the density
+        ``phi_{sqrt(1+s'^2)}(x) (1 +- eps3) / (1 + theta1)`` (complete the
+        square and apply Poisson summation to both lattice sums), so each of
+        the ``r d`` coordinates costs at most ``(eps1 + eps3) / 2`` with
+        ``eps3 = 2 sum_m exp(-2 pi^2 s3^2 4^k m^2)``, ``s3^2 = s'^2/(1+s'^2)``;
+        ``k`` is chosen so that ``s3^2 4^k >= 8`` (``eps3 < 1e-68``).
+        Post-processing (adding the rest of the noise, multiplying by ``F~``,
+        rounding) does not increase total variation.
+    (c) ``Z F~`` vs ``A* = Z F*``: rows ``N(0, F~^T F~)`` vs ``N(0, M)``. With
+        ``A = W F~^T F~ W`` (eigenvalues ``lambda_i``, ``|lambda_i - 1| <= a <= 1/2``),
+        ``KL = 1/2 sum (lambda_i - 1 - ln lambda_i) <= 1/2 ||A - I||_F^2``
+        (``x - ln(1+x) <= x^2`` for ``x >= -1/2``), so over ``r`` rows
+        Pinsker gives ``TV <= sqrt(r KL / 2) <= sqrt(r) a / 2``.
+
+    So the release is within ``tv_noise + tv_normals + tv_factor`` of
+    ``round_g(A* + W)``, a post-processing of ``A*``. ``kappa =
+    SKETCH_SMOOTHING_SHARE`` (``2^-21``): the added variance ``c q^2`` is at
+    most ``5e-7`` of the smallest entry variance ``sigma^2``; the data
+    quantisation moves each entry by at most ``2^-m l`` (``m`` up to 20).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+        Rows with norm at most ``plan["data_norm"]``.
+    plan : dict
+        From :func:`grid_sketch_plan` with the same ``n, d``.
+    rng : numpy.random.Generator
+    chunk_size : int, default=10000
+        Upper bound on the rows per chunk of the Gram sum.
+
+    Returns
+    -------
+    S : ndarray of shape (r, d)
+
+    References
+    ----------
+    Higham, N. J. (2002). Accuracy and Stability of Numerical Algorithms,
+    2nd ed., SIAM, Theorem 10.3 (Cholesky backward error).
+    Canonne, Kamath & Steinke (2020), the discrete Gaussian (sampler,
+    Poisson summation).
+    """
+    from ._discrete import sample_discrete_gaussian
+
+    X = np.asarray(X, dtype=float)
+    n, d = X.shape
+    if (n, d) != (plan["n"], plan["d"]):
+        raise ValueError("the plan was made for another shape.")
+    m, k, r, b, p_F = plan["m"], plan["k"], plan["r"], plan["b"], plan["p_F"]
+    Xi = _quantize_rows(X, plan["data_norm"], m)
+    rows = max(1, min(int(chunk_size), 2 ** (52 - 2 * m)))
+    G = np.zeros((d, d), dtype=np.int64)
+    for start in range(0, n, rows):
+        block = Xi[start:start + rows]
+        G += (block.T @ block).astype(np.int64)
+    G[np.diag_indices(d)] += plan["s2"]
+    F = _cholesky_longdouble(G)  # G's entries are below 2^62: exact in long double
+    if F is None:  # excluded by a <= 1/2 (lambda_min >= s2)
+        raise RuntimeError("grid_sketch: Cholesky failed on a matrix with public lambda_min; "
+                           "this contradicts the plan's error bound.")
+    Fint = np.rint(F / np.longdouble(p_F)).astype(np.int64)
+    sgn, mag = np.sign(Fint), np.abs(Fint)
+    limit = 2 ** (k + 6)
+    while True:
+        YZ = sample_discrete_gaussian(math.ldexp(1.0, k), (r, d), rng)
+        if np.max(np.abs(YZ)) <= limit:
+            break
+    YZf = YZ.astype(float)
+    hi = np.zeros((r, d), dtype=np.int64)
+    lo = np.zeros((r, d), dtype=np.int64)
+    mask = (1 << b) - 1
+    for t in range(plan["n_digits"]):
+        digit = (sgn * ((mag >> (b * t)) & mask)).astype(float)
+        _add_shifted(hi, lo, (YZf @ digit).astype(np.int64), b * t)
+    _sample_wide_gaussian(plan, (r, d), rng, hi, lo)
+    V = hi.astype(float) * 2.0**32 + lo.astype(float)
+    return np.ldexp(V, -(k + m) + int(math.log2(p_F))) * plan["data_norm"]
+
+
+def private_sketch(X, r, epsilon, delta, data_norm, rng, *, chunk_size=10_000):
+    """The DP regularized Gaussian sketch ``G [X; sigma I]`` (unscaled), and how it was made.
+
+    Shared by :class:`skdp.PrivateRandomProjection` and
+    ``PrivateOLS(method="sketch")``. Calibration (replace-one, ``X`` rows
+    with norm at most ``l = data_norm``):
+    ``sigma = l * rp_noise_multiplier(eps, (1 - SKETCH_RESERVE_SHARE) delta, r)``;
+    the grid release (:func:`grid_sketch`) is used when its public reserve
+    is at most ``SKETCH_RESERVE_SHARE * delta``, and then the total is
+    ``rp_replace_delta(eps, l^2 / sigma_eff^2, r) + reserve <= delta``.
+    Otherwise (the floating-point error bounds are too large for this
+    ``n``, ``d``, ``r`` and ``delta``) the sketch is drawn in floating point
+    at ``sigma = l * rp_noise_multiplier(eps, delta, r)`` with
+    :func:`gaussian_sketch` and ``info["float_safe"]`` is False (callers warn).
+
+    Returns
+    -------
+    S : ndarray of shape (r, d)
+    info : dict
+        ``sigma`` (the regularization used), ``float_safe``, ``delta_ndis``,
+        ``reserve`` and ``plan`` (None for the floating-point release).
+    """
+    X = np.asarray(X, dtype=float)
+    n, d = X.shape
+    l = float(data_norm)
+    share = SKETCH_RESERVE_SHARE
+    sigma = l * _cached_rp_noise_multiplier(float(epsilon), float(delta) * (1.0 - share), int(r))
+    plan = grid_sketch_plan(n, d, r, l, sigma, epsilon)
+    if plan is not None and plan["reserve"] <= share * delta:
+        S = grid_sketch(X, plan, rng, chunk_size=chunk_size)
+        delta_ndis = rp_replace_delta(epsilon, (l / plan["sigma_eff"]) ** 2, r)
+        return S, dict(sigma=plan["sigma_eff"], float_safe=True, delta_ndis=delta_ndis,
+                       reserve=plan["reserve"], plan=plan)
+    sigma = l * _cached_rp_noise_multiplier(float(epsilon), float(delta), int(r))
+    S = gaussian_sketch(X, r, sigma, random_state=rng, chunk_size=chunk_size)
+    return S, dict(sigma=sigma, float_safe=False, delta_ndis=delta, reserve=0.0,
+                   plan=None if plan is None else plan)
