@@ -47,11 +47,11 @@ class Query:
         Bound on ``||f(D) - f(D')||_1`` (upper triangle when ``symmetric``).
     sensitivity_profile : array-like, optional
         Per-coordinate bounds ``lambda_i >= sup |f(D)_i - f(D')_i|`` with the
-        query's shape (seed 002, Definition 4). Implies the l2 bound
+        query's shape (Muthukrishnan & Kalyani 2023, Definition 4). Implies the l2 bound
         ``||lambda||_2`` and the l1 bound ``||lambda||_1``.
     sup_norm : float, optional
         Matrix bound ``gamma = sup_D ||f(D)||_F`` used by the matrix-variate
-        Gaussian mechanism (seed 001, Theorems 2 and 3).
+        Gaussian mechanism (Chanyaswad et al. 2018, Theorems 2 and 3).
     symmetric : bool, default=False
         The statistic is a symmetric square matrix. Vector mechanisms then
         add noise to the upper triangle (diagonal included) and mirror it.

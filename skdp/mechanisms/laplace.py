@@ -17,7 +17,7 @@ i.e. the mechanism is epsilon-DP. Each mechanism below bounds this ratio:
 
 * Laplace, scales ``beta_i``: ``log p(t) - log p(t + d)
   = sum_i (|t_i + d_i| - |t_i|) / beta_i <= sum_i |d_i| / beta_i`` by the
-  triangle inequality (seed 002, Theorem 5 proof; Dwork & Roth 2014,
+  triangle inequality (Muthukrishnan & Kalyani 2023, Theorem 5 proof; Dwork & Roth 2014,
   Theorem 3.6 for i.i.d. scales).
 * Gamma-norm noise, ``p(b) ~ exp(-||b||_2 / s)``: the ratio is
   ``(||t + d||_2 - ||t||_2) / s <= ||d||_2 / s`` by the triangle inequality
@@ -60,7 +60,7 @@ __all__ = [
 def laplace_scale(epsilon, l1_sensitivity=1.0):
     """Scale of the i.i.d. Laplace mechanism, ``beta = Delta_1 / epsilon``.
 
-    Dwork & Roth (2014), Theorem 3.6; seed 002, Lemma 2.
+    Dwork & Roth (2014), Theorem 3.6; Muthukrishnan & Kalyani 2023, Lemma 2.
     """
     return float(l1_sensitivity) / float(epsilon)
 
@@ -76,7 +76,7 @@ def inid_laplace_scales(profile, epsilon, weights=None, p=2):
 
         beta_i = (lambda_i / w_i)^(1/(p+1)) * sum_j lambda_j^(p/(p+1)) w_j^(1/(p+1)) / epsilon.
 
-    With all ``w_i = 1`` this is seed 002, Theorem 5 (``p = 2``, the squared
+    With all ``w_i = 1`` this is Muthukrishnan & Kalyani 2023, Theorem 5 (``p = 2``, the squared
     error: ``beta_i = lambda_i^(1/3) sum_j lambda_j^(2/3) / epsilon``) and its
     l_p^p generalisation (``p = 1``, the absolute error, used for the paper's
     Table II: ``beta_i ~ sqrt(lambda_i)``). The mechanism ``"inid_laplace"``
@@ -240,7 +240,7 @@ class Laplace(GridRelease, _PureMechanism):
 
     Expected squared error over the whole statistic:
     ``E||noise||^2 = 2 beta^2 sum_i w_i`` with ``w = query.squared_error_weights()``
-    (seed 002, Table I: ``2 K Delta_1^2 / epsilon^2`` when all ``w_i = 1``).
+    (Muthukrishnan & Kalyani 2023, Table I: ``2 K Delta_1^2 / epsilon^2`` when all ``w_i = 1``).
     """
 
     name = "laplace"  # applies to every Query: each one implies an l1 bound
@@ -308,7 +308,7 @@ def _discrete_laplace_variance(t):
 
 
 class InidLaplace(GridRelease, _PureMechanism):
-    """Laplace noise with optimal non-identical scales (seed 002, Theorem 5).
+    """Laplace noise with optimal non-identical scales (Muthukrishnan & Kalyani 2023, Theorem 5).
 
     Privacy. Given a sensitivity profile ``lambda`` (``|d_i| <= lambda_i`` for
     every replace-one difference ``d`` of the released coordinates), the
@@ -346,7 +346,7 @@ class InidLaplace(GridRelease, _PureMechanism):
     -----
     Seed 002, Corollary 6 (use ``epsilon - log(1 - delta)`` in place of
     epsilon when ``delta > 0``) is not implemented: its gain is below
-    ``delta`` in relative terms (seed 002, footnote 5). With ``delta > 0``
+    ``delta`` in relative terms (Muthukrishnan & Kalyani 2023, footnote 5). With ``delta > 0``
     the mechanism is calibrated to pure epsilon-DP, which implies
     (epsilon, delta)-DP.
     """

@@ -1,4 +1,4 @@
-"""Matrix-variate Gaussian (MVG) mechanism (seed 001: Chanyaswad et al., 2018).
+"""Matrix-variate Gaussian (MVG) mechanism (Chanyaswad et al. 2018).
 
 The MVG mechanism releases ``f(X) + Z`` for a matrix-valued query
 ``f(X) in R^{m x n}``, with ``Z ~ MVG_{m,n}(0, Sigma, Psi)``: the entry
@@ -6,8 +6,8 @@ covariance is ``Cov(Z_ij, Z_kl) = Sigma_ik Psi_jl`` (equivalently
 ``vec(Z) ~ N(0, Psi kron Sigma)`` with column-major ``vec``). ``Sigma`` is
 the row-wise and ``Psi`` the column-wise covariance.
 
-Privacy (seed 001, Theorems 2 and 3)
-------------------------------------
+Privacy (Chanyaswad et al. 2018, Theorems 2 and 3)
+--------------------------------------------------
 Let ``r = min(m, n)``, ``H_r = sum_{i<=r} 1/i``,
 ``H_{r,1/2} = sum_{i<=r} 1/sqrt(i)``, ``s2`` the replace-one Frobenius
 sensitivity of ``f``, ``gamma = sup_X ||f(X)||_F`` (over *all* datasets of
@@ -134,7 +134,7 @@ def _check_dim(value, name):
 def harmonic_number(r, order=1.0):
     """Generalised harmonic number ``H_{r,order} = sum_{i=1}^r i^{-order}``.
 
-    ``order=1`` gives ``H_r``, ``order=0.5`` gives ``H_{r,1/2}`` (seed 001,
+    ``order=1`` gives ``H_r``, ``order=0.5`` gives ``H_{r,1/2}`` (Chanyaswad et al. 2018,
     Table 1; the proof of Theorem 2 bounds the i-th singular value by
     ``||A||_F / sqrt(i)``).
 
@@ -159,7 +159,7 @@ def harmonic_number(r, order=1.0):
 
 
 def mvg_zeta(delta, m, n):
-    """``zeta(delta) = 2 sqrt(-m n ln delta) - 2 ln delta + m n`` (seed 001, Lemma 1).
+    """``zeta(delta) = 2 sqrt(-m n ln delta) - 2 ln delta + m n`` (Chanyaswad et al. 2018, Lemma 1).
 
     Defined for ``0 < delta < 1``.
     """
@@ -192,7 +192,7 @@ def _alpha_beta(epsilon, delta, m, n, gamma, s2):
 
 
 def mvg_phi_max(epsilon, delta, m, n, gamma, s2):
-    """``phi_max`` of seed 001, Theorem 2 (general matrix query).
+    """``phi_max`` of Chanyaswad et al. 2018, Theorem 2 (general matrix query).
 
     The mechanism is (epsilon, delta)-DP when
     ``||Sigma^{-1}||_F ||Psi^{-1}||_F <= phi_max^2``. Evaluated in the stable
@@ -222,7 +222,7 @@ def mvg_phi_max(epsilon, delta, m, n, gamma, s2):
 
 
 def mvg_b_max(epsilon, delta, r, gamma, s2):
-    """``b_max`` of seed 001, Theorem 3 (symmetric ``r x r`` query, ``Psi = Sigma``).
+    """``b_max`` of Chanyaswad et al. 2018, Theorem 3 (symmetric ``r x r`` query, ``Psi = Sigma``).
 
     The mechanism is (epsilon, delta)-DP when ``||Sigma^{-1}||_F <= b_max``,
     ``b_max = 4 eps / (beta + sqrt(beta^2 + 8 omega eps))`` with
@@ -238,7 +238,7 @@ def mvg_b_max(epsilon, delta, r, gamma, s2):
 
 
 def mvg_budget(epsilon, delta, m, n, gamma, s2, symmetric=False):
-    """Both DP budgets of seed 001 and their regime.
+    """Both DP budgets of Chanyaswad et al. 2018 and their regime.
 
     Parameters
     ----------
@@ -297,7 +297,7 @@ def equal_allocation(m):
 
 
 def binary_allocation(m, important, tau):
-    """Binary allocation of seed 001 (section 8.1.3).
+    """Binary allocation of Chanyaswad et al. 2018 (section 8.1.3).
 
     A fraction ``tau`` of the precision budget goes in equal shares to the
     ``k`` important directions, the rest in equal shares to the others:
@@ -334,7 +334,7 @@ def binary_allocation(m, important, tau):
 
 
 def max_pnr_precisions(kf_eigenvalues, budget):
-    """Water-filling of seed 001, Theorem 7 (max-PNR, l1 form).
+    """Water-filling of Chanyaswad et al. 2018, Theorem 7 (max-PNR, l1 form).
 
     Maximises ``sum_i log(p_i + 1/lambda_i)`` subject to ``sum_i p_i =
     budget``, ``p_i >= 0``; the solution is ``p_i = (c - 1/lambda_i)^+``
@@ -427,7 +427,7 @@ def sample_mvg(rng, sigma_eigenvalues, psi_eigenvalues, sigma_directions=None, p
     """Draw ``Z ~ MVG(0, Sigma, Psi)`` by the affine transform ``Z = B_S N B_P^T``.
 
     ``B_S = W_S diag(sqrt(lam))``, ``B_P = W_P diag(sqrt(mu))`` and ``N`` has
-    i.i.d. N(0, 1) entries (seed 001, Lemma 7). The ``m n x m n`` Kronecker
+    i.i.d. N(0, 1) entries (Chanyaswad et al. 2018, Lemma 7). The ``m n x m n`` Kronecker
     covariance is never formed. ``None`` directions mean the standard basis.
     """
     lam = np.asarray(sigma_eigenvalues, dtype=float)
@@ -461,7 +461,7 @@ def _frozen(a):
 # the mechanism
 # ----------------------------------------------------------------------------
 class MatrixVariateGaussian(Mechanism):
-    """Matrix-variate Gaussian mechanism (seed 001, Theorems 2 and 3).
+    """Matrix-variate Gaussian mechanism (Chanyaswad et al. 2018, Theorems 2 and 3).
 
     Registered as ``"mvg"`` with the default (isotropic) design. For
     directional noise, build an instance with directions / allocations and

@@ -318,7 +318,7 @@ class PrivateStandardScaler(PrivateEstimatorMixin, OneToOneFeatureMixin, Transfo
     n_samples_seen_ : int
         Number of rows (public under the replace-one relation).
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (n_features_in,)
         Defined when X has string feature names.
     bounds_ : tuple of ndarray
         The bounds used: ``bounds`` as arrays, or the inferred ones.
