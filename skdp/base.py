@@ -40,6 +40,7 @@ import numpy as np
 from sklearn.utils._param_validation import HasMethods, Interval
 
 from ._budget import PrivacyBudget
+from ._ledger import _LedgerMixin
 from ._validation import check_epsilon_delta, fit_generator
 
 __all__ = ["PrivateEstimatorMixin", "private_fit", "discard_fitted_state"]
@@ -104,23 +105,35 @@ class PrivateEstimatorMixin:
 
     _min_samples = 1
 
-    def _charge_budget(self, budget=None, description="fit"):
+    def _charge_budget(self, budget=None, description="fit", curve=None):
         """Check-and-spend ``budget`` on the accountant, then record it.
 
-        Must be called before any private data is touched. Returns the
-        budget and the ledger's spend record (``None`` without a ledger), and
-        stores the budget in ``privacy_spent_``.
+        Must be called before any private data is touched. ``curve`` is the
+        release's :class:`skdp._filter.GaussianCurve` when the fit's whole
+        release is Gaussian (computed from public inputs only), so that a
+        filtering ledger composes it by its GDP parameter; it is passed only
+        to skdp's own ledgers (other accountants get ``spend(budget, source=,
+        description=)``). Returns the budget and the ledger's spend record
+        (``None`` without a ledger), and stores the budget in
+        ``privacy_spent_``.
         """
         budget = self._privacy_budget() if budget is None else budget
         accountant = getattr(self, "accountant", None)
         record = None
         if accountant is not None:
-            record = accountant.spend(budget, source=type(self).__name__, description=description)
+            kwargs = {"source": type(self).__name__, "description": description}
+            if curve is not None and isinstance(accountant, _LedgerMixin):
+                kwargs["curve"] = curve
+            record = accountant.spend(budget, **kwargs)
         self.privacy_spent_ = budget
         return budget, record
 
-    def _start_fit(self, n_samples, n_features, budget=None):
+    def _start_fit(self, n_samples, n_features, budget=None, curve=None):
         """Steps 2-4 of the fit protocol: public checks, charge, generator.
+
+        ``curve``: see :meth:`_charge_budget`; a callable is called after the
+        public checks (it may calibrate from public inputs) and must return a
+        curve or ``None``.
 
         Returns
         -------
@@ -129,7 +142,9 @@ class PrivateEstimatorMixin:
             The only source of this fit's noise.
         """
         self._check_public(n_samples, n_features)
-        budget, record = self._charge_budget(budget)
+        if callable(curve):
+            curve = curve()
+        budget, record = self._charge_budget(budget, curve=curve)
         return budget, fit_generator(self.random_state, record)
 
     def __sklearn_tags__(self):

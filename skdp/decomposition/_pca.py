@@ -385,8 +385,23 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
                 f"second-moment matrix at epsilon={eps}, delta={delta}: {reason}."
             )
 
+    def _calibrate(self, n, d, R, budget):
+        c = 0.0 if self.centered else _MEAN_WEIGHT * R
+        query = _gram_query(n, d, R, c)
+        return calibrate(query, budget.epsilon, budget.delta, mechanism=_MECHANISMS[self.mechanism])
+
     def _fit(self, X):
-        budget, rng = self._start_fit(*public_shape(X))
+        n_pub, d_pub = public_shape(X)
+        pre = {}
+
+        def curve():  # the release calibrated from public inputs, before the charge
+            if self.data_norm is None or not n_pub or not d_pub:
+                return None
+            pre["spec"] = self._calibrate(n_pub, d_pub, float(self.data_norm),
+                                          self._privacy_budget())
+            return pre["spec"].gaussian_curve()
+
+        budget, rng = self._start_fit(n_pub, d_pub, curve=curve)
         X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=1)
         n, d = X.shape
         n_components = self.n_components
@@ -394,8 +409,9 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
         self.data_norm_ = R
         c = 0.0 if self.centered else _MEAN_WEIGHT * R
 
-        query = _gram_query(n, d, R, c)
-        spec = calibrate(query, budget.epsilon, budget.delta, mechanism=_MECHANISMS[self.mechanism])
+        spec = pre.get("spec")
+        if spec is None or (n, d) != (n_pub, d_pub):
+            spec = self._calibrate(n, d, R, budget)
         noisy = spec.privatize(_clipped_gram(X, R, c), random_state=rng)
         noisy = (noisy + noisy.T) / 2.0  # post-processing; no-op for symmetric noise
         self.noise_spec_ = spec

@@ -198,6 +198,18 @@ class NoiseSpec:
             return float(out.reshape(())) if self.query.shape == () else out
         return value + self.sample(random_state)
 
+    def gaussian_curve(self):
+        """The release's :class:`skdp._filter.GaussianCurve`, or ``None``.
+
+        For the grid Gaussian mechanisms: the GDP parameter of the ideal
+        release (rounded statistic plus continuous Gaussian noise,
+        ``mu = Delta_rounded / sigma``, or the i.n.i.d. ``mu0``) and the
+        sampler's total variation to it. ``None`` for every other mechanism.
+        Ledgers with ``composition="filter"`` compose Gaussian fits by it.
+        """
+        fn = getattr(self.mechanism_, "_gaussian_curve", None)
+        return None if fn is None else fn(self)
+
     def _released_coordinates(self, value):
         if self.query.symmetric:
             return value[np.triu_indices(self.query.shape[0])]

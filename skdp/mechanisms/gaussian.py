@@ -124,6 +124,13 @@ def classic_gaussian_sigma(epsilon, delta, l2_sensitivity=1.0):
     return float(l2_sensitivity) * np.sqrt(2.0 * np.log(1.25 / delta)) / epsilon
 
 
+def _curve(mu, reserve, epsilon):
+    """A GaussianCurve from a grid spec: the reserve is ``(1 + e^eps) tv``."""
+    from .._filter import GaussianCurve
+
+    return GaussianCurve(float(mu) * (1 + 1e-12), float(reserve) / (1.0 + np.exp(epsilon)))
+
+
 class _IIDGaussian(GridRelease, Mechanism):
     """i.i.d. Gaussian noise released on a grid (floating-point safe).
 
@@ -168,6 +175,13 @@ class _IIDGaussian(GridRelease, Mechanism):
         mse = (sigma**2 + g**2 / 4.0) * float(np.sum(query.squared_error_weights()))
         return {"sigma": sigma, "l2_sensitivity": l2, "grid": g, "rounded_l2_sensitivity": l2g,
                 "tv_reserve": reserve}, mse
+
+    def _gaussian_curve(self, spec):
+        """``mu = Delta_rounded / sigma``; ``tv`` = the reserve over ``1 + e^eps`` (or None)."""
+        p = spec.params
+        if "tv_reserve" not in p or "rounded_l2_sensitivity" not in p:
+            return None  # a spec built by a caller (composition): the caller knows its curve
+        return _curve(p["rounded_l2_sensitivity"] / p["sigma"], p["tv_reserve"], spec.epsilon)
 
     def _draws(self, spec, rng, lead):
         from ._discrete import sample_discrete_gaussian
@@ -308,6 +322,10 @@ class InidGaussian(GridRelease, Mechanism):
             scales = scales * np.sqrt(ratio) * (1 + 1e-12)
         mse = float(np.sum(w * scales**2)) + float(np.sum(w * g**2)) / 4.0
         return {"scales": scales, "mu0": mu0, "grid": g, "tv_reserve": reserve}, mse
+
+    def _gaussian_curve(self, spec):
+        """``mu = mu0`` (the calibration's bound on ``||lambda_g / sigma||_2``), ``tv`` as i.i.d."""
+        return _curve(spec.params["mu0"], spec.params["tv_reserve"], spec.epsilon)
 
     def _draws(self, spec, rng, lead):
         from ._discrete import sample_discrete_gaussian
