@@ -155,3 +155,20 @@ def test_features_are_clipped_and_bounds_inferred_with_warning():
     assert reg.data_norm is None and reg.label_bound is None
     assert reg.data_norm_ == pytest.approx(np.linalg.norm(5 * X, axis=1).max())
     assert reg.label_bound_ == pytest.approx(np.abs(y).max())
+
+
+def test_sketch_is_released_on_the_grid_with_its_reserve():
+    import warnings as _w
+
+    from skdp.mechanisms.ndis import rp_replace_delta
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(2000, 3)) / 2
+    y = X @ [1.0, -1.0, 0.5]
+    with _w.catch_warnings():
+        _w.simplefilter("error")
+        reg = PrivateOLS(method="sketch", epsilon=1.0, delta=1e-6, data_norm=1.0, label_bound=2.0,
+                         random_state=0).fit(X, y)
+    assert reg.float_safe_ and 0.0 < reg.delta_reserve_ <= 1e-8
+    R = np.sqrt(2.0 * 1.0 + 4.0)  # augmented row bound with intercept
+    assert rp_replace_delta(1.0, (R / reg.sigma_) ** 2, reg.sketch_size_) + reg.delta_reserve_ <= 1e-6

@@ -57,8 +57,15 @@ statistics whose computed neighbouring difference stays within ``Delta`` up
 to a fraction of ``g``; bounding it (compensated or exact summation, or
 adding a proven error bound to ``Delta``) is open. Noise that is not
 released directly but enters a nonlinear computation (the objective
-perturbation of Chaudhuri et al. 2011, the random projection ``Z F``) is not
-on a grid; see those modules.
+perturbation of Chaudhuri et al. 2011) is not on a grid; see that module.
+The random projection ``Z F`` has no exact discrete analysis either; it is
+released by :func:`skdp.mechanisms.ndis.grid_sketch`, which computes the
+sketch in exact integer arithmetic (quantised data, exact Gram sum, exact
+product with a long-double Cholesky factor on a grid, discrete Gaussian
+normals) and bounds the total variation of the remaining steps against the
+real-arithmetic sketch from public quantities; ``(1 + e^eps)`` times that
+bound is added to delta (and the release falls back to floating point, with
+a warning, when the bound exceeds ``delta / 100``).
 """
 
 import math

@@ -663,7 +663,9 @@ def gaussian_sketch(X, r, sigma=0.0, *, random_state=None, chunk_size=10_000, al
 
     As with every floating-point mechanism, the released doubles are not
     exactly the real-valued distribution (Mironov 2012); both samplers share
-    this caveat.
+    this caveat. The estimators release through :func:`private_sketch`
+    (:func:`grid_sketch`, floating-point safe) and use this function only as
+    its fallback and for the unverified ``"als"`` method.
 
     Parameters
     ----------
