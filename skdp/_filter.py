@@ -134,7 +134,7 @@ from dataclasses import dataclass, replace
 
 from scipy.special import expit, ndtri
 
-__all__ = ["GaussianCurve", "combine_curves", "pure_mu", "conversion_mu", "gdp_epsilon",
+__all__ = ["GaussianCurve", "combine_curves", "release_curve", "pure_mu", "conversion_mu", "gdp_epsilon",
            "FilterState", "filter_charge", "filter_replay", "filter_spent"]
 
 #: share of the basic pool's remaining delta a conversion takes at least
@@ -181,6 +181,30 @@ def combine_curves(curves):
         return None
     return GaussianCurve(math.sqrt(math.fsum(c.mu**2 for c in curves)),
                          math.fsum(c.tv for c in curves))
+
+
+def release_curve(specs):
+    """The Gaussian curve of a fit that releases ``specs`` (NoiseSpecs), or ``None``.
+
+    Gaussian specs contribute their curve; specs of verified, floating-point
+    safe pure mechanisms (the grid Laplace family, exactly epsilon-DP)
+    contribute ``pure_mu(epsilon)`` (valid: ``f_{eps,0} >= G_pure_mu(eps)``);
+    any other spec makes the fit curve-less. A fit without any Gaussian
+    release has no curve (pure fits compose better by basic composition).
+    """
+    specs = list(specs)
+    curves, gaussian = [], False
+    for spec in specs:
+        c = spec.gaussian_curve()
+        if c is not None:
+            gaussian = True
+        else:
+            mech = spec.mechanism_
+            if not (mech.pure and mech.verified and mech.float_safe):
+                return None
+            c = GaussianCurve(pure_mu(spec.epsilon))
+        curves.append(c)
+    return combine_curves(curves) if gaussian else None
 
 
 def pure_mu(epsilon):

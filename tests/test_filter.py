@@ -336,3 +336,64 @@ def test_concurrent_processes_never_exceed_the_filter(tmp_path):
     assert accepted == len(records) == 882  # exactly the filter's capacity, no record lost
     assert {r.pid for r in records} <= {pid for pid, _ in results}
     assert len({r.serial for r in records}) == len(records)
+
+
+# ---------------------------------------------------------------- estimators pass their curves
+def _unit_rows(n=400, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    return X, np.clip(X @ np.ones(d) / 3, -1, 1)
+
+
+def test_pca_fit_records_its_gdp_curve():
+    from skdp import PrivatePCA
+
+    X, _ = _unit_rows()
+    led = BudgetLedger(10.0, 1e-4)
+    PrivatePCA(epsilon=0.5, delta=1e-6, data_norm=1.0, n_components=2, accountant=led,
+               mechanism="analyze_gauss").fit(X)
+    (rec,) = led.spends
+    # the analytic Gaussian calibrated at (0.5, 1e-6 - tiny reserve): mu is the GDP cap of the fit
+    assert rec.mu == pytest.approx(gdp_mu_cap(0.5, 1e-6), rel=1e-8)
+    assert rec.mu <= gdp_mu_cap(0.5, 1e-6) * (1 + 1e-10)
+    assert 0 <= rec.tv < 1e-12
+
+
+def test_adassp_curve_combines_its_releases():
+    from skdp import PrivateOLS
+
+    X, y = _unit_rows()
+    led = BudgetLedger(10.0, 1e-4)
+    est = PrivateOLS(method="adassp", epsilon=0.3, delta=1e-6, data_norm=1.0, label_bound=1.0,
+                     accountant=led).fit(X, y)
+    (rec,) = led.spends
+    parts = []
+    for spec in est.noise_spec_:
+        if spec.mechanism == "laplace":  # pure eps/3: the GDP bound of pure DP
+            parts.append(-2 * norm.ppf(1 / (1 + math.exp(spec.epsilon))))
+        else:
+            assert spec.mechanism == "analytic_gaussian"
+            parts.append(gdp_mu_cap(spec.epsilon, spec.delta))
+    assert rec.mu == pytest.approx(math.sqrt(sum(m * m for m in parts)), rel=1e-6)
+
+
+def test_inferred_bounds_and_custom_accountants_get_no_curve():
+    from skdp import PrivacyLeakWarning, PrivatePCA
+
+    X, _ = _unit_rows()
+    led = BudgetLedger(10.0, 1e-4)
+    with pytest.warns(PrivacyLeakWarning):
+        PrivatePCA(epsilon=0.5, delta=1e-6, n_components=2, accountant=led).fit(X)
+    assert led.spends[0].curve is None
+
+    class Plain:  # an accountant with the old interface: no curve keyword
+        def __init__(self):
+            self.calls = []
+
+        def spend(self, budget, source="", description=""):
+            self.calls.append(budget)
+
+    acc = Plain()
+    PrivatePCA(epsilon=0.5, delta=1e-6, data_norm=1.0, n_components=2, accountant=acc).fit(X)
+    assert acc.calls == [PrivacyBudget(0.5, 1e-6)]

@@ -89,6 +89,7 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._filter import release_curve
 from ..base import PrivateEstimatorMixin, private_fit
 from .._validation import check_data_norm, check_epsilon_delta, public_shape, row_norms
 from ..mechanisms import Query, calibrate, get_mechanism
@@ -399,7 +400,7 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
                 return None
             pre["spec"] = self._calibrate(n_pub, d_pub, float(self.data_norm),
                                           self._privacy_budget())
-            return pre["spec"].gaussian_curve()
+            return release_curve([pre["spec"]])
 
         budget, rng = self._start_fit(n_pub, d_pub, curve=curve)
         X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=1)

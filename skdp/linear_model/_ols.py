@@ -12,6 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
 from .._budget import PrivacyBudget
+from .._filter import release_curve
 from .._validation import (
     check_data_norm,
     check_epsilon_delta,
@@ -280,6 +281,22 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                     f"sketch_size={r} must be >= the number of columns of [X, (1), y] = {p + 1}."
                 )
 
+    def _ssp_specs(self, method, p, data_norm, lb, epsilon, delta):
+        """The calibrated Gaussian releases of "ssp" (one) or "adassp" (three).
+
+        Depends on public inputs only (bounds, ``p``, the budget), so it is
+        also called before the charge to give the ledger the fit's curve.
+        """
+        Lx2 = data_norm**2 * (2.0 if self.fit_intercept else 1.0)
+        if method == "ssp":
+            R2 = Lx2 + lb**2
+            return [calibrate(Query((p + 1, p + 1), l2_sensitivity=np.sqrt(2.0) * R2,
+                                    symmetric=True), epsilon, delta)]
+        e3, d3 = epsilon / 3.0, delta / 3.0
+        return [calibrate(Query((), l2_sensitivity=Lx2), e3, d3),
+                calibrate(Query((p, p), l2_sensitivity=np.sqrt(2.0) * Lx2, symmetric=True), e3, d3),
+                calibrate(Query((p,), l2_sensitivity=2.0 * np.sqrt(Lx2) * lb), e3, d3)]
+
     def _sketch_rows(self, p):
         return max(300, 2 * (p + 1)) if self.sketch_size is None else int(self.sketch_size)
 
@@ -321,7 +338,18 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                 PrivacyGuaranteeWarning,
                 stacklevel=3,
             )
-        budget, rng = self._start_fit(n, d_public, PrivacyBudget(epsilon, delta))
+        pre = {}
+
+        def curve():  # SSP-type releases are Gaussian: calibrated from public inputs before the charge
+            if (method not in ("ssp", "adassp") or self.data_norm is None or self.label_bound is None
+                    or not d_public):
+                return None
+            pre["specs"] = self._ssp_specs(method, d_public + int(self.fit_intercept),
+                                           float(self.data_norm), float(self.label_bound),
+                                           epsilon, delta)
+            return release_curve(pre["specs"])
+
+        budget, rng = self._start_fit(n, d_public, PrivacyBudget(epsilon, delta), curve=curve)
         self.delta_ = budget.delta
 
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
@@ -389,18 +417,18 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             self.sigma_ = float(sigma)
         elif method == "ssp":
             A = Z.T @ Z
-            spec = calibrate(Query((p + 1, p + 1), l2_sensitivity=np.sqrt(2.0) * R2, symmetric=True),
-                             epsilon, delta)
+            if "specs" not in pre or p != d_public + int(self.fit_intercept):
+                pre["specs"] = self._ssp_specs(method, p, data_norm, lb, epsilon, delta)
+            (spec,) = pre["specs"]
             A = spec.privatize(A, rng)
             theta = _psd_solve(A[:p, :p], A[:p, p])
             self.noise_spec_ = spec
         else:  # adassp
-            e3, d3 = epsilon / 3.0, delta / 3.0
             G = X.T @ X
             lam_min = float(linalg.eigvalsh(G, subset_by_index=[0, 0])[0]) if p > 0 else 0.0
-            spec_l = calibrate(Query((), l2_sensitivity=Lx2), e3, d3)
-            spec_g = calibrate(Query((p, p), l2_sensitivity=np.sqrt(2.0) * Lx2, symmetric=True), e3, d3)
-            spec_b = calibrate(Query((p,), l2_sensitivity=2.0 * np.sqrt(Lx2) * lb), e3, d3)
+            if "specs" not in pre or p != d_public + int(self.fit_intercept):
+                pre["specs"] = self._ssp_specs(method, p, data_norm, lb, epsilon, delta)
+            spec_l, spec_g, spec_b = pre["specs"]
             s1 = np.sqrt(spec_l.expected_squared_error)
             s2 = np.sqrt(spec_g.expected_squared_error / (p * p))
             lam_tilde = max(spec_l.privatize(lam_min, rng) - s1 * norm.isf(0.05), 0.0)
