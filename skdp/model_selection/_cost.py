@@ -2,13 +2,84 @@
 
 import math
 
+from scipy.optimize import brentq
 from sklearn.base import clone, is_classifier
 from sklearn.model_selection import ParameterGrid, ParameterSampler, check_cv
 from sklearn.utils.validation import _num_samples
 
 from .._budget import PrivacyBudget, compose_basic
 
-__all__ = ["search_cost", "fit_cost"]
+__all__ = ["search_cost", "fit_cost", "selection_run_budget", "truncated_negative_binomial_mean",
+           "truncated_negative_binomial_gamma"]
+
+
+def truncated_negative_binomial_mean(eta, gamma):
+    """Expected number of runs ``E[K]`` for ``K ~ D_{eta, gamma}``.
+
+    ``D_{eta, gamma}`` is the truncated negative binomial law of Papernot &
+    Steinke (2022) on ``k = 1, 2, ...``:
+    ``P(K = k) = (1 - gamma)^k / (gamma^-eta - 1) * prod_{l<k} (l + eta) / (l + 1)``
+    for ``eta > 0`` (the negative binomial ``NB(eta, gamma)`` conditioned on
+    ``K >= 1``), and the logarithmic law
+    ``P(K = k) = (1 - gamma)^k / (k log(1/gamma))`` for ``eta = 0``. Its mean
+    is ``eta (1 - gamma) / (gamma (1 - gamma^eta))`` (``eta > 0``) and
+    ``(1 - gamma) / (gamma log(1/gamma))`` (``eta = 0``); ``eta = 1`` is the
+    geometric law of random stopping, mean ``1 / gamma``. ``gamma = 1`` is
+    the limit ``K = 1``.
+    """
+    eta, gamma = float(eta), float(gamma)
+    if not (eta >= 0 and 0 < gamma <= 1):
+        raise ValueError(f"need eta >= 0 and 0 < gamma <= 1, got eta={eta}, gamma={gamma}.")
+    if gamma == 1.0:
+        return 1.0
+    log_gamma = math.log(gamma)
+    if eta == 0.0:
+        return (1.0 - gamma) / (gamma * -log_gamma)
+    return eta * (1.0 - gamma) / (gamma * -math.expm1(eta * log_gamma))
+
+
+def truncated_negative_binomial_gamma(eta, mean):
+    """The ``gamma`` with ``E[K] = mean`` for ``K ~ D_{eta, gamma}``.
+
+    The mean decreases from infinity (``gamma -> 0``) to 1 (``gamma = 1``),
+    so the root is unique; it is found on ``log(gamma)`` by Brent's method.
+    Only public inputs enter (the grid size or the user's choice).
+    """
+    eta, mean = float(eta), float(mean)
+    if not mean >= 1:
+        raise ValueError(f"the expected number of runs must be >= 1, got {mean}.")
+    if mean == 1.0:
+        return 1.0
+
+    def gap(t):
+        return math.log(truncated_negative_binomial_mean(eta, math.exp(t))) - math.log(mean)
+
+    lo = -1.0
+    while gap(lo) < 0:  # mean(e^lo) still below the target: move towards gamma -> 0
+        lo *= 2.0
+    return math.exp(brentq(gap, lo, -1e-12, xtol=1e-15, rtol=1e-14))
+
+
+def selection_run_budget(strategy, epsilon, delta, n_candidates, eta=None):
+    """Budget of one base run so that the whole selection is (epsilon, delta)-DP.
+
+    * ``"random_stopping"``: Liu & Talwar (2019, Theorem 3.4): pure eps_r-DP
+      runs, random stopping is ``3 eps_r``-DP: ``eps_r = epsilon / 3``.
+    * ``"negative_binomial"``: Papernot & Steinke (2022, Theorem 2, in its
+      pure-DP limit, see :class:`PrivateGridSearchCV`): pure eps_r-DP runs,
+      ``K ~ D_{eta, gamma}``, the selection is ``(2 + eta) eps_r``-DP for
+      every ``gamma``: ``eps_r = epsilon / (2 + eta)``.
+    * ``"exhaustive"``: basic composition of ``n_candidates`` runs:
+      ``(epsilon / n_candidates, delta / n_candidates)``.
+
+    Both randomised strategies need pure runs: ``delta`` must be 0.
+    """
+    if strategy == "exhaustive":
+        return PrivacyBudget(epsilon / n_candidates, delta / n_candidates)
+    if delta != 0:
+        raise ValueError(f"strategy={strategy!r} needs pure (delta = 0) base runs.")
+    factor = 3.0 if strategy == "random_stopping" else 2.0 + float(eta)
+    return PrivacyBudget(epsilon / factor, 0.0)
 
 
 def _step_budgets(estimator, n_samples):

@@ -26,8 +26,10 @@ from .._budget import PrivacyBudget
 from .._validation import check_generator, public_shape
 from ..base import BOUND_PARAMETERS, private_fit
 from ..mechanisms import Query, calibrate
+from ._cost import (selection_run_budget, truncated_negative_binomial_gamma,
+                    truncated_negative_binomial_mean)
 
-__all__ = ["PrivateGridSearchCV", "random_stopping_runs"]
+__all__ = ["PrivateGridSearchCV", "random_stopping_runs", "negative_binomial_runs"]
 
 _PRIVACY_KEYS = ("epsilon", "delta", "accountant", "random_state")
 
@@ -42,6 +44,35 @@ def random_stopping_runs(stopping_probability, rng):
     distribution as flipping them one by one.
     """
     return int(rng.geometric(stopping_probability))
+
+
+def negative_binomial_runs(eta, gamma, rng):
+    """Number of runs ``K ~ D_{eta, gamma}`` (Papernot & Steinke 2022).
+
+    The truncated negative binomial law on ``k = 1, 2, ...`` (see
+    :func:`skdp.model_selection.truncated_negative_binomial_mean`):
+
+    * ``eta > 0``: a negative binomial ``NB(eta, gamma)`` draw (failures
+      before ``eta`` successes, ``P(0) = gamma^eta``), redrawn while it is
+      0: conditioning on ``K >= 1`` is exactly the truncation.
+    * ``eta = 0``: the logarithmic (log-series) law with parameter
+      ``1 - gamma``, ``P(K = k) = (1 - gamma)^k / (k log(1/gamma))``.
+    * ``gamma = 1``: the limit ``K = 1``.
+
+    ``rng`` is the search's own generator. This draw is the only randomness
+    of the search outside :mod:`skdp.mechanisms`, and it leaks nothing: its
+    law depends on the public ``eta`` and ``gamma`` only, it is drawn before
+    the data are touched, and the privacy theorem is proved for exactly
+    this law (with ``K`` kept secret).
+    """
+    if gamma == 1.0:
+        return 1
+    if eta == 0.0:
+        return int(rng.logseries(1.0 - gamma))
+    while True:
+        k = int(rng.negative_binomial(eta, gamma))
+        if k > 0:
+            return k
 
 
 def _privacy_param_names(estimator, key):
@@ -144,7 +175,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     into a training part and a validation part. A *base run* trains the
     private ``estimator`` with one grid point on the training part and
     scores it on the validation part with a noisy score. Runs are combined
-    by one of two strategies with a proven total guarantee; the accountant
+    by one of three strategies with a proven total guarantee; the accountant
     is charged the total *before* the data are touched.
 
     Parameters
@@ -165,13 +196,26 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     epsilon : float
         Total epsilon of the whole search (selection, plus refit if any).
     delta : float, default=0.0
-        Total delta. With ``strategy="random_stopping"`` base runs are pure
-        (delta = 0) and delta may only be spent by the refit.
-    strategy : {"random_stopping", "exhaustive"}, default="random_stopping"
-        How runs are combined (see Notes).
+        Total delta. With ``strategy="random_stopping"`` or
+        ``"negative_binomial"`` base runs are pure (delta = 0) and delta may
+        only be spent by the refit.
+    strategy : {"negative_binomial", "random_stopping", "exhaustive"}, \
+            default="random_stopping"
+        How runs are combined (see Notes). ``"negative_binomial"``
+        (Papernot & Steinke 2022) costs ``(2 + eta)`` times a run instead of
+        random stopping's 3 times.
     stopping_probability : float in (0, 1], default=None
-        ``gamma`` of random stopping; ``None`` means ``1 / n_candidates``
-        (on average as many runs as grid points). Ignored by "exhaustive".
+        ``gamma`` of the law of the number of runs: the stopping probability
+        of random stopping, the ``gamma`` of the truncated negative binomial
+        ``D_{eta, gamma}``. ``None`` means: on average as many runs as grid
+        points (``E[K] = n_candidates``; ``1 / n_candidates`` for random
+        stopping). Ignored by "exhaustive".
+    eta : float >= 0, default=0.0
+        Shape ``eta`` of ``D_{eta, gamma}`` for
+        ``strategy="negative_binomial"`` (ignored otherwise): the selection
+        costs ``(2 + eta)`` times one run. ``eta = 0`` is the logarithmic
+        law (cheapest, heaviest tail: more single-run searches at the same
+        mean), ``eta = 1`` the geometric law of random stopping.
     validation_fraction : float in (0, 1), default=0.25
         Share of the rows used for validation scores.
     scoring : "accuracy" or callable, default="accuracy"
@@ -189,8 +233,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         its own, ``refit_fraction`` of the total (basic composition).
     refit_fraction : float in (0, 1), default=0.5
         Share of ``epsilon`` given to the refit when ``refit=True``; the refit
-        also gets all of ``delta`` (random stopping) or half of it
-        (exhaustive).
+        also gets all of ``delta`` (random stopping, negative binomial) or
+        half of it (exhaustive).
     accountant : ledger, default=None
         Charged once, with the total, before the data are touched. A ledger
         set on the inner estimator instead is charged the same way (the
@@ -217,10 +261,14 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     cv_results_ : dict
         Only with ``strategy="exhaustive"``: ``params``, ``param_<name>``,
         ``noisy_score`` and ``rank_noisy_score`` of every grid point (all
-        covered by the guarantee). Random stopping cannot publish its runs
-        (see Notes).
+        covered by the guarantee). The randomised strategies cannot publish
+        their runs (see Notes).
     n_candidates_ : int
         Number of grid points.
+    stopping_law_ : dict or None
+        The public law of the number of runs: ``{"eta", "gamma", "mean"}``
+        (``eta = 1`` for random stopping); ``None`` for "exhaustive". The
+        number of runs itself is never stored.
 
     Notes
     -----
@@ -258,14 +306,51 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     channel on ``K`` that the guarantee assumes hidden. ``E[K] = 1/gamma``;
     ``P(K > t / gamma) <= e^-t``.
 
+    **strategy="negative_binomial"** (Papernot & Steinke 2022, Theorem 2):
+    draw ``K ~ D_{eta, gamma}``, the truncated negative binomial law
+    ``P(K = k) ∝ (1 - gamma)^k prod_{l<k} (l + eta) / (l + 1)`` on
+    ``k >= 1`` (``eta = 0``: logarithmic law; ``eta = 1``: geometric, i.e.
+    random stopping), run ``K`` i.i.d. base runs and output the run with the
+    highest noisy score. Theorem 2: if one run is (lambda, e)- and
+    (lambda_hat, e_hat)-RDP, the output is (lambda, e')-RDP with
+    ``e' = e + (1 + eta)(1 - 1/lambda_hat) e_hat + (1 + eta) log(1/gamma) /
+    lambda_hat + log E[K] / (lambda - 1)``. The theorem is stated for any
+    neighbouring relation (the runs' privacy is its only input), so it holds
+    for replace-one. Our runs are pure eps_r-DP (delta_r = 0: skdp's own
+    estimator at (eps_r, 0) plus the Laplace score, see above), hence
+    (lambda, eps_r)-RDP for every order; letting lambda and lambda_hat go to
+    infinity (Renyi divergence of order infinity is the max divergence) the
+    selection is ``(2 + eta) eps_r``-DP for every ``gamma`` in (0, 1).
+    Calibration: ``eps_r = epsilon_selection / (2 + eta)``, delta_r = 0;
+    ``gamma`` solves ``E[K] = eta (1 - gamma) / (gamma (1 - gamma^eta))``
+    (``(1 - gamma) / (gamma log(1/gamma))`` at ``eta = 0``) ``= n_candidates``
+    unless given. The Renyi bound does not beat this pure bound when a
+    ``delta > 0`` is allowed: with runs' RDP ``min(eps_r, lambda eps_r^2/2)``
+    and the standard RDP-to-(epsilon, delta) conversion, the largest eps_r
+    for a total of (0.5, 1 or 3; 1e-5) equals ``epsilon / (2 + eta)`` for
+    ``eta`` in {0, 0.5, 1} and ``E[K]`` in {4, 20} (computed with
+    ``dp_accounting``'s implementation of Theorem 2), so the pure
+    calibration is used. As with random stopping, ``K`` is not released (no
+    ``cv_results_``; the run time is a side channel that the guarantee
+    assumes hidden). Ties between noisy scores (they lie on a discrete grid)
+    go to the earliest run; the runs are i.i.d., so this has the law of a
+    uniformly random choice among the tied runs, i.e. of the theorem's
+    "best output" under a total order refined by an independent uniform
+    tie-breaker (a data-independent extension of the run). ``K`` is drawn
+    from the search's generator by :func:`negative_binomial_runs`; its law
+    is public (``eta``, ``gamma``), so the draw itself reveals nothing about
+    the data; numpy's samplers realise it up to floating-point rounding,
+    as for the geometric draw of random stopping.
+
     **strategy="exhaustive"**: every grid point is run once at
     ``eps_r = epsilon_selection / n_candidates``,
     ``delta_r = delta_selection / n_candidates``; all noisy scores are
     released (``cv_results_``) and the argmax is post-processing. Basic
     composition (Dwork & Roth 2014, Thm 3.16): the selection is
-    (epsilon_selection, delta_selection)-DP. Better than random stopping for
-    small grids (fewer than ~3 points per unit of ``E[K]``) and the only
-    strategy for estimators that need delta > 0.
+    (epsilon_selection, delta_selection)-DP. Better than the randomised
+    strategies for grids of at most ``2 + eta`` points (each run then gets
+    at least as much budget) and the only strategy for estimators that need
+    delta > 0.
 
     **Total.** Without refit the total is the selection budget. With refit,
     the refit (all rows, best parameters, ``refit_fraction * epsilon``)
@@ -291,8 +376,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         "param_grid": [dict, list],
         "epsilon": [Interval(Real, 0, None, closed="neither")],
         "delta": [Interval(Real, 0, 1, closed="left")],
-        "strategy": [StrOptions({"random_stopping", "exhaustive"})],
+        "strategy": [StrOptions({"random_stopping", "negative_binomial", "exhaustive"})],
         "stopping_probability": [None, Interval(Real, 0, 1, closed="right")],
+        "eta": [Interval(Real, 0, None, closed="left")],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "scoring": [StrOptions({"accuracy"}), callable],
         "score_bounds": [None, tuple, list],
@@ -303,7 +389,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     }
 
     def __init__(self, estimator, param_grid, epsilon, delta=0.0, *,
-                 strategy="random_stopping", stopping_probability=None,
+                 strategy="random_stopping", stopping_probability=None, eta=0.0,
                  validation_fraction=0.25, scoring="accuracy", score_bounds=None,
                  refit=False, refit_fraction=0.5, accountant=None, random_state=None):
         self.estimator = estimator
@@ -312,6 +398,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.delta = delta
         self.strategy = strategy
         self.stopping_probability = stopping_probability
+        self.eta = eta
         self.validation_fraction = validation_fraction
         self.scoring = scoring
         self.score_bounds = score_bounds
@@ -355,21 +442,33 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             eps_sel = eps - eps_refit
         else:
             eps_refit, eps_sel = 0.0, eps
-        if self.strategy == "random_stopping":
+        if self.strategy != "exhaustive":
             if delta > 0 and not self.refit:
                 raise ValueError(
-                    "strategy='random_stopping' uses pure (delta=0) base runs (Liu & Talwar "
-                    "2019, Thm 3.4), so delta > 0 could only be spent by a refit: set "
-                    "refit=True, delta=0, or strategy='exhaustive'."
+                    f"strategy={self.strategy!r} uses pure (delta=0) base runs (Liu & Talwar "
+                    "2019, Thm 3.4; Papernot & Steinke 2022, Thm 2), so delta > 0 could only "
+                    "be spent by a refit: set refit=True, delta=0, or strategy='exhaustive'."
                 )
             delta_sel, delta_refit = 0.0, delta
-            run = PrivacyBudget(eps_sel / 3.0, 0.0)
         else:
             delta_sel = delta / 2 if self.refit else delta
             delta_refit = delta - delta_sel
-            run = PrivacyBudget(eps_sel / len(candidates), delta_sel / len(candidates))
+        run = selection_run_budget(self.strategy, eps_sel, delta_sel, len(candidates),
+                                   eta=self.eta)
         refit_budget = PrivacyBudget(eps_refit, delta_refit) if self.refit else None
         return candidates, run, refit_budget
+
+    def _stopping_law(self, n_candidates):
+        """The public law of the number of runs (None for "exhaustive")."""
+        if self.strategy == "exhaustive":
+            return None
+        eta = 1.0 if self.strategy == "random_stopping" else float(self.eta)
+        if self.stopping_probability is None:
+            mean = float(n_candidates)
+            gamma = 1.0 / mean if eta == 1.0 else truncated_negative_binomial_gamma(eta, mean)
+        else:
+            gamma = float(self.stopping_probability)
+        return {"eta": eta, "gamma": gamma, "mean": truncated_negative_binomial_mean(eta, gamma)}
 
     def _noisy_score(self, est, X_val, y_val, spec, rng):
         if self.scoring == "accuracy":
@@ -431,10 +530,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             for cand in candidates:
                 _check_candidate(_with_budget(self.estimator, refit_budget.epsilon,
                                               refit_budget.delta).set_params(**cand), n, d)
-        gamma = (
-            1.0 / len(candidates) if self.stopping_probability is None
-            else float(self.stopping_probability)
-        )
+        law = self._stopping_law(len(candidates))
         total = PrivacyBudget(float(self.epsilon), float(self.delta))
 
         # -- charge before touching the data ---------------------------
@@ -446,11 +542,15 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.privacy_spent_ = total
         self.run_budget_ = run
         self.n_candidates_ = len(candidates)
+        self.stopping_law_ = law
         root = _search_seed_sequence(self.random_state, record)
         split_seq, pick_seq, run_seq, noise_seq, refit_seq = root.spawn(5)
-        if self.strategy == "random_stopping":
+        if self.strategy != "exhaustive":
             pick_rng = np.random.default_rng(pick_seq)
-            n_runs = random_stopping_runs(gamma, pick_rng)
+            if self.strategy == "random_stopping":
+                n_runs = random_stopping_runs(law["gamma"], pick_rng)
+            else:
+                n_runs = negative_binomial_runs(law["eta"], law["gamma"], pick_rng)
             picks = pick_rng.integers(0, len(candidates), size=n_runs)
         else:
             picks = np.arange(len(candidates))
@@ -476,7 +576,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             scores.append(s)
             if best is None or s > best[0]:
                 best = (s, int(j), est)
-        # the number of runs is not releasable under random stopping (see Notes): only the
+        # the number of runs is not releasable under the randomised strategies (see Notes): only the
         # exhaustive strategy publishes its scores, and nothing else about the runs is kept
 
         self.best_score_, best_j, model = best
