@@ -20,6 +20,9 @@ CORE_NAMES = [
     "skdp.audit.AuditResult",
     "skdp.audit.clopper_pearson",
     "skdp.model_selection.PrivateGridSearchCV",
+    "skdp.preprocessing.PrivateStandardScaler",
+    "skdp.preprocessing.data_norm_from_bounds",
+    "skdp.preprocessing.scale_by_bounds",
 ]
 # Exported estimators left out of doc/api.rst until their docstrings build
 # under -W (see the PENDING note at the end of doc/api.rst). Keep it empty.
@@ -88,5 +91,6 @@ def test_getting_started_snippets_run():
     assert ns["clf"].data_norm == 1.0 and isinstance(ns["clf"].privacy_spent_, skdp.PrivacyBudget)
     # 2 candidates x 2 folds + 1 refit, two private steps each; the 100-eps fit was refused
     assert len(ns["ledger"].spends) == 10
-    assert ns["ledger"].spent.epsilon == pytest.approx(5.0)
+    assert ns["ledger"].spent_basic.epsilon == pytest.approx(5.0)
+    assert ns["ledger"].spent.epsilon <= 5.0 * (1 + 1e-12)
     assert ns["spec"].verified  # d=5: "auto" picks the pure gamma_norm mechanism here
