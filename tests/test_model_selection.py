@@ -233,7 +233,8 @@ def test_private_grid_search_random_stopping():
     ledger = BudgetLedger(5.0)
     eps = 3.0
     search = PrivateGridSearchCV(DPMeanClassifier(), GRID, epsilon=eps, validation_fraction=0.25,
-                                 accountant=ledger, random_state=0).fit(X, y)
+                                 strategy="random_stopping", accountant=ledger,
+                                 random_state=0).fit(X, y)
     # one spend of the total, charged by the search itself (runs carry no accountant)
     assert [(r.who, r.epsilon, r.delta) for r in ledger.spends] == [("PrivateGridSearchCV", eps, 0.0)]
     assert search.privacy_spent_ == PrivacyBudget(eps, 0.0)
@@ -255,8 +256,8 @@ def test_private_grid_search_random_stopping():
     runs = []
     for s in range(30):
         _CountingClassifier.fits = 0
-        PrivateGridSearchCV(_CountingClassifier(), GRID, epsilon=eps, random_state=s).fit(
-            X[:200], y[:200])
+        PrivateGridSearchCV(_CountingClassifier(), GRID, epsilon=eps, strategy="random_stopping",
+                            random_state=s).fit(X[:200], y[:200])
         runs.append(_CountingClassifier.fits)
     assert min(runs) >= 1 and 1.5 < np.mean(runs) < 8
 
@@ -301,8 +302,8 @@ def test_private_grid_search_custom_scoring_sensitivity():
 
     search = PrivateGridSearchCV(DPMeanClassifier(), GRID, epsilon=1.5, scoring=neg_margin_loss,
                                  score_bounds=(-2.0, 0.0), random_state=0).fit(X, y)
-    # mean of scores in [-2, 0] over n_val rows: sensitivity 2/n_val
-    assert search.score_noise_.params["scale"] == pytest.approx(2 / 100 / 0.5, rel=GRID_RTOL)
+    # mean of scores in [-2, 0] over n_val rows: sensitivity 2/n_val; eps_run = 1.5 / (2 + 0.5)
+    assert search.score_noise_.params["scale"] == pytest.approx(2 / 100 / 0.6, rel=GRID_RTOL)
 
 
 @pytest.mark.parametrize(
@@ -354,7 +355,7 @@ def test_gridsearch_private_logistic_regression_sqlite_n_jobs_2(tmp_path):
     assert ledger.spent.epsilon == pytest.approx(0.5 * 7, rel=1e-12)
     search = PrivateGridSearchCV(PrivateLogisticRegression(data_norm=1.0, classes=[0, 1]),
                                  {"C": [0.1, 1.0]}, epsilon=1.5, accountant=ledger, random_state=0).fit(X, y)
-    assert search.best_estimator_.epsilon == pytest.approx(0.5)
+    assert search.best_estimator_.epsilon == pytest.approx(1.5 / 2.5)  # default: eta = 0.5
     assert search.best_estimator_.delta == 0.0
     assert ledger.spent.epsilon == pytest.approx(0.5 * 7 + 1.5, rel=1e-12)
     assert search.score(X, y) > 0.7
@@ -495,8 +496,8 @@ def test_negative_binomial_eta_one_is_random_stopping():
 
 def test_negative_binomial_budget_refused_before_data_and_delta_rules():
     ledger = BudgetLedger(1.0)
-    search = PrivateGridSearchCV(DPMeanClassifier(), GRID, epsilon=1.5, strategy="negative_binomial",
-                                 accountant=ledger)
+    search = PrivateGridSearchCV(DPMeanClassifier(), GRID, epsilon=1.5, accountant=ledger)
+    assert search.strategy == "negative_binomial" and search.eta == 0.5  # the defaults
     with pytest.raises(BudgetExceededError):
         search.fit(_Poison(), _Poison((40,)))
     assert ledger.spends == [] and not hasattr(search, "privacy_spent_")

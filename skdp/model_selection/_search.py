@@ -200,17 +200,17 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         ``"negative_binomial"`` base runs are pure (delta = 0) and delta may
         only be spent by the refit.
     strategy : {"negative_binomial", "random_stopping", "exhaustive"}, \
-            default="random_stopping"
+            default="negative_binomial"
         How runs are combined (see Notes). ``"negative_binomial"``
         (Papernot & Steinke 2022) costs ``(2 + eta)`` times a run instead of
-        random stopping's 3 times.
+        the 3 times of Liu & Talwar's (2019) ``"random_stopping"``.
     stopping_probability : float in (0, 1], default=None
         ``gamma`` of the law of the number of runs: the stopping probability
         of random stopping, the ``gamma`` of the truncated negative binomial
         ``D_{eta, gamma}``. ``None`` means: on average as many runs as grid
         points (``E[K] = n_candidates``; ``1 / n_candidates`` for random
         stopping). Ignored by "exhaustive".
-    eta : float >= 0, default=0.0
+    eta : float >= 0, default=0.5
         Shape ``eta`` of ``D_{eta, gamma}`` for
         ``strategy="negative_binomial"`` (ignored otherwise): the selection
         costs ``(2 + eta)`` times one run. ``eta = 0`` is the logarithmic
@@ -389,7 +389,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     }
 
     def __init__(self, estimator, param_grid, epsilon, delta=0.0, *,
-                 strategy="random_stopping", stopping_probability=None, eta=0.0,
+                 strategy="negative_binomial", stopping_probability=None, eta=0.5,
                  validation_fraction=0.25, scoring="accuracy", score_bounds=None,
                  refit=False, refit_fraction=0.5, accountant=None, random_state=None):
         self.estimator = estimator
