@@ -100,4 +100,7 @@ def test_gridsearch_ledger_example(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "13 fits recorded" in proc.stdout
     assert "total cost eps=3 delta=0" in proc.stdout
+    assert "(each run eps=1.2; Papernot-Steinke, eta=0.5: 2.5 x run)" in proc.stdout
+    rows = [line for line in proc.stdout.splitlines() if line.startswith(("| 0.5 |", "| 3 |"))]
+    assert len(rows) == 2 and all(row.count("+-") == 2 for row in rows)
     _assert_png(tmp_path / "gridsearch_ledger.png")
