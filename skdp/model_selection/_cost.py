@@ -117,6 +117,11 @@ def search_cost(search, X, y=None, groups=None):
     search with ``error_score="raise"``: otherwise a refused fit becomes a NaN
     score and the search goes on spending.
 
+    A :class:`PrivateGridSearchCV` costs its ``(epsilon, delta)`` whatever
+    its strategy: the strategy only decides how that total is shared among
+    the runs (see :func:`selection_run_budget`), and the total is charged
+    once, before the data are read.
+
     Parameters
     ----------
     search : GridSearchCV, RandomizedSearchCV or PrivateGridSearchCV
