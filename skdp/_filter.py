@@ -200,9 +200,12 @@ def release_curve(specs):
             gaussian = True
         else:
             mech = spec.mechanism_
-            if not (mech.pure and mech.verified and mech.float_safe):
+            m = pure_mu(spec.epsilon)
+            if not (mech.pure and mech.verified and mech.float_safe and math.isfinite(m)):
                 return None
-            c = GaussianCurve(pure_mu(spec.epsilon))
+            c = GaussianCurve(m) if m > 0 else None
+            if c is None:
+                continue
         curves.append(c)
     return combine_curves(curves) if gaussian else None
 

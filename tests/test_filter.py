@@ -397,3 +397,17 @@ def test_inferred_bounds_and_custom_accountants_get_no_curve():
     acc = Plain()
     PrivatePCA(epsilon=0.5, delta=1e-6, data_norm=1.0, n_components=2, accountant=acc).fit(X)
     assert acc.calls == [PrivacyBudget(0.5, 1e-6)]
+
+
+def test_private_standard_scaler_passes_its_curve():
+    from skdp.preprocessing import PrivateStandardScaler
+
+    X, _ = _unit_rows()
+    led = BudgetLedger(10.0, 1e-4)
+    sc = PrivateStandardScaler(epsilon=0.5, delta=1e-6, bounds=(-1.0, 1.0), accountant=led).fit(X)
+    (rec,) = led.spends
+    assert sc.noise_spec_.mechanism == "analytic_gaussian"
+    assert rec.mu == pytest.approx(gdp_mu_cap(0.5, 1e-6), rel=1e-8)
+    led2 = BudgetLedger(10.0, 1e-4)
+    PrivateStandardScaler(epsilon=0.5, delta=0.0, bounds=(-1.0, 1.0), accountant=led2).fit(X)
+    assert led2.spends[0].curve is None  # pure Laplace: basic composition

@@ -108,6 +108,7 @@ from sklearn.utils.validation import FLOAT_DTYPES, check_array, check_is_fitted,
 
 from .._budget import PrivacyBudget
 from .._validation import _leak_warning, check_epsilon_delta, public_shape
+from .._filter import release_curve
 from ..base import PrivateEstimatorMixin, private_fit
 from ..mechanisms import Query, calibrate
 
@@ -380,6 +381,12 @@ class PrivateStandardScaler(PrivateEstimatorMixin, OneToOneFeatureMixin, Transfo
         if self.bounds is not None:
             _check_bounds(self.bounds, n_features, self)
 
+    def _calibrate(self, n, k, budget):
+        """The one release of ``k`` live features (public inputs only)."""
+        s = moment_weight(budget.delta) if self.with_std else None
+        mechanism = "laplace" if budget.delta == 0 else "analytic_gaussian"
+        return calibrate(_moments_query(n, k, s), budget.epsilon, budget.delta, mechanism=mechanism)
+
     @private_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -403,8 +410,20 @@ class PrivateStandardScaler(PrivateEstimatorMixin, OneToOneFeatureMixin, Transfo
             )
         n_pub, d_pub = public_shape(X)
         releases = self.with_mean or self.with_std
+        pre = {}
+
+        def curve():  # a Gaussian release, calibrated from public inputs before the charge
+            if self.bounds is None or not n_pub or not d_pub:
+                return None
+            lo, hi = _check_bounds(self.bounds, d_pub, self)
+            k_pub = int(np.count_nonzero(hi - lo > 0))
+            if not k_pub:
+                return None
+            pre["spec"] = self._calibrate(n_pub, k_pub, self._privacy_budget())
+            return release_curve([pre["spec"]])
+
         if releases:
-            budget, rng = self._start_fit(n_pub, d_pub)
+            budget, rng = self._start_fit(n_pub, d_pub, curve=curve)
         else:  # nothing is released: nothing is charged
             self._check_public(n_pub, d_pub)
             self.privacy_spent_ = PrivacyBudget.zero()
@@ -429,9 +448,9 @@ class PrivateStandardScaler(PrivateEstimatorMixin, OneToOneFeatureMixin, Transfo
         k = int(np.count_nonzero(live))
         if k:
             s = moment_weight(budget.delta) if self.with_std else None
-            query = _moments_query(n, k, s)
-            mechanism = "laplace" if budget.delta == 0 else "analytic_gaussian"
-            spec = calibrate(query, budget.epsilon, budget.delta, mechanism=mechanism)
+            spec = pre.get("spec")
+            if spec is None or spec.query.shape != _moments_query(n, k, s).shape or n != n_pub:
+                spec = self._calibrate(n, k, budget)
             Xl = X[:, np.flatnonzero(live)] if not np.all(live) else X
             s1, s2 = _normalised_moments(Xl, lower[live], width[live], second=s is not None)
             value = s1 / n if s is None else np.concatenate([s1 / n, s * s2 / n])
