@@ -23,7 +23,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 BENCHMARKS = ["bench_calibrate.py", "bench_samplers.py", "bench_grid.py", "bench_pca.py",
-              "bench_ols.py", "bench_classifiers.py", "bench_diffprivlib.py"]
+              "bench_ols.py", "bench_classifiers.py", "bench_filter.py", "bench_gridsearch.py",
+              "bench_diffprivlib.py"]
 
 
 def run_one(name, extra_args):
