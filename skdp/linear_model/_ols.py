@@ -56,15 +56,63 @@ def default_delta(n_samples):
     return 1.0 / float(n_samples) ** 2
 
 
-def _psd_solve(A, b, ridge=0.0):
+def _ssp_sensitivity(R, B, c):
+    """Exact replace-one l2 sensitivity of the upper triangle of ``Z^T Z``.
+
+    ``z = (x, c, y)``, ``z' = (x', c, y')`` with ``||x||, ||x'|| <= R``,
+    ``|y|, |y'| <= B`` and a shared constant ``c`` (``c = 0``: no intercept
+    column). Returns ``sup ||triu(z z^T - z' z'^T)||_2`` (diagonal included,
+    each off-diagonal entry once, as :class:`skdp.mechanisms.Query` with
+    ``symmetric=True`` releases it); see :class:`PrivateOLS` for the
+    derivation. The supremum is ``max_{|v| <= B} h(v)`` of the piecewise
+    quartic ``h``; it is evaluated at the endpoints, the breakpoints and the
+    real critical points of every piece (an exact finite candidate set).
+    """
+    R2, c2, B = float(R) ** 2, float(c) ** 2, float(B)
+
+    def g(v):  # h(v): y = B, y' = v, |x| = |x'| = R, x.x' = t at its best value
+        t = np.clip(-(c2 + B * v) / 2.0, -R2, R2)
+        return (2 * R2**2 - 2 * t**2 + c2 * (2 * R2 - 2 * t) + R2 * (B**2 + v**2)
+                - 2 * t * B * v + c2 * (B - v) ** 2 + (B**2 - v**2) ** 2)
+
+    cand = [-B, B]
+    if B > 0:
+        cand += [v for v in ((2 * R2 - c2) / B, -(2 * R2 + c2) / B) if -B < v < B]
+        v = np.polynomial.Polynomial([0.0, 1.0])
+        for t in (None, R2, -R2):  # interior t* = -(c^2 + B v)/2, or clipped at +-R^2
+            tt = -(c2 + B * v) / 2.0 if t is None else t
+            h = (2 * R2**2 - 2 * tt**2 + c2 * (2 * R2 - 2 * tt) + R2 * (B**2 + v**2)
+                 - 2 * tt * B * v + c2 * (B - v) ** 2 + (B**2 - v**2) ** 2)
+            cand += [r.real for r in h.deriv().roots() if abs(r.imag) < 1e-9 and -B < r.real < B]
+    return float(np.sqrt(max(g(v) for v in cand)))
+
+
+def _gram_sensitivity(R, c):
+    """Exact replace-one l2 sensitivity of the upper triangle of ``X^T X`` with
+    rows ``(x, c)``, ``||x|| <= R`` (``c = 0``: no intercept column).
+
+    The squared norm is at most ``2R^4 - 2t^2 + c^2 (2R^2 - 2t)`` with
+    ``t = x.x' in [-R^2, R^2]`` (attained when ``|x| = |x'| = R`` and
+    ``x x^T - x' x'^T`` is diagonal); its maximum is at ``t = -c^2/2``:
+    ``2R^4 + 2c^2R^2 + c^4/2`` when ``c^2 <= 2R^2``, else at ``t = -R^2``:
+    ``4 c^2 R^2``.
+    """
+    R2, c2 = float(R) ** 2, float(c) ** 2
+    t = max(-c2 / 2.0, -R2)
+    return float(np.sqrt(2 * R2**2 - 2 * t**2 + c2 * (2 * R2 - 2 * t)))
+
+
+def _psd_solve(A, b, ridge=0.0, floor=0.0):
     """Solve ``(A + ridge I) x = b`` for a noisy symmetric ``A``.
 
-    Post-processing: eigenvalues of ``A + ridge I`` are floored at 0 (the
-    projection onto the PSD cone) and the pseudo-inverse is applied.
+    Post-processing: eigenvalues of ``A + ridge I`` are floored at ``floor``
+    (``0``: the projection onto the PSD cone; a public ``floor > 0`` keeps
+    noise-dominated directions from being inverted) and the pseudo-inverse
+    is applied.
     """
     A = 0.5 * (A + A.T) + ridge * np.eye(A.shape[0])
     w, V = linalg.eigh(A)
-    w = np.maximum(w, 0.0)
+    w = np.maximum(w, max(float(floor), 0.0))
     tol = max(w.max(initial=0.0), 1e-300) * A.shape[0] * np.finfo(float).eps
     inv = np.where(w > tol, 1.0 / np.where(w > tol, w, 1.0), 0.0)
     return V @ (inv * (V.T @ b))
@@ -109,20 +157,44 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         Sufficient statistics perturbation: release the symmetric
         ``(p+1) x (p+1)`` matrix ``A = Z^T Z`` (it holds ``X^T X`` and ``X^T y``)
         through :func:`skdp.mechanisms.calibrate`. Replace-one sensitivity:
-        ``A - A' = z z^T - z' z'^T`` and
-        ``||z z^T - z' z'^T||_F^2 = |z|^4 + |z'|^4 - 2 (z.z')^2 <= 2 R^4``; the
-        upper triangle (what is released) has norm at most the Frobenius
-        norm, attained at ``z = R e1, z' = R e2``, so ``Delta_2 = sqrt(2) R^2``.
-        Then ``theta`` solves the noisy normal equations (eigenvalues floored
-        at 0, pseudo-inverse).
+        ``A - A' = z z^T - z' z'^T`` with ``z = (x, c, y)``, ``z' = (x', c, y')``
+        (``c`` shared; no ``c`` without intercept). The core releases the upper
+        triangle (diagonal included, each off-diagonal entry once), whose
+        squared change is ``U_xx + c^2 |x - x'|^2 + |x y - x' y'|^2 +
+        c^2 (y - y')^2 + (y^2 - y'^2)^2`` (the ``c^2`` diagonal entry cancels),
+        with ``U_xx <= ||x x^T - x' x'^T||_F^2 = a^2 + b^2 - 2 t^2``
+        (``a = |x|^2``, ``b = |x'|^2``, ``t = x.x'``; equality after a rotation
+        that diagonalises ``x x^T - x' x'^T``, every other term being rotation
+        invariant). The bound increases in ``a``, ``b`` (so ``a = b = R^2``)
+        and, for every feasible ``t``, in ``(y+y')^2`` and ``(y-y')^2``, so
+        ``|y| = B`` (``y = B``, ``y' = v``); it is concave in ``t``, maximised at
+        ``t = clip(-(c^2 + B v)/2, -R^2, R^2)``. ``Delta_2^2`` is the maximum over
+        ``|v| <= B`` of the resulting piecewise quartic, evaluated exactly at
+        its endpoints, breakpoints and critical points (``_ssp_sensitivity``).
+        Closed forms: with intercept (``c = R``) and ``B^2 <= 3 R^2`` (attained
+        at ``y' = -B``, ``t = (B^2 - R^2)/2``)
+        ``Delta_2 = sqrt((9R^2 + B^2)(R^2 + B^2)/2)`` (``sqrt(10)`` at
+        ``R = B = 1``, was ``sqrt(2)(2R^2 + B^2) = 4.243``); without
+        intercept and ``B^2 <= 2 R^2``: ``Delta_2 = (2R^2 + B^2)/sqrt(2)``.
+        Tested against a numeric maximisation over the domain.
+        Then ``theta`` solves the noisy normal equations with the
+        eigenvalues of the noisy ``X^T X`` floored at the public
+        ``s sqrt(p log(2 p^2 / 0.05))`` (``s`` the per-entry noise scale;
+        the bound on the noise's spectral norm AdaSSP uses), then the
+        pseudo-inverse: post-processing that keeps small-n fits from
+        inverting pure noise.
     ``"adassp"`` (verified)
         AdaSSP (Wang 2018, Algorithm 2) with budget split (eps/3, delta/3)
         per release under basic composition: (i) ``lambda_min(X^T X)``,
         replace-one sensitivity ``Lx^2`` (Weyl: removing ``x x^T`` lowers it
         by at most ``|x|^2``, adding ``x' x'^T`` never lowers it),
         released as ``max(lambda_min + noise - s1 z_{0.95}, 0)`` (a lower
-        bound w.p. 0.95); (ii) ``X^T X`` (symmetric, ``Delta_2 = sqrt(2) Lx^2``);
-        (iii) ``X^T y`` (``Delta_2 = 2 Lx B``: ``|x y - x' y'| <= 2 Lx B``),
+        bound w.p. 0.95); (ii) ``X^T X`` (symmetric upper triangle: rows
+        ``(x, c)`` share ``c``, so ``Delta_2^2 = max_t 2R^4 - 2t^2 + c^2 (2R^2 - 2t)
+        = 2R^4 + 2c^2R^2 + c^4/2`` at ``t = x.x' = -c^2/2``: ``sqrt(2) 1.5 R^2``
+        with intercept, ``sqrt(2) R^2`` without);
+        (iii) ``X^T y`` (``Delta_2 = 2 Lx B``: ``|x y - x' y'| <= 2 Lx B``,
+        attained at ``x = x'``, ``y = -y' = B``: already exact),
         where ``Lx`` is the augmented feature bound and ``B = label_bound``.
         Ridge ``lambda = max(0, s2 sqrt(p log(2 p^2 / 0.05)) - lambda_min~)``
         with ``s2`` the per-entry noise scale of (ii) (Wang's rule with the
@@ -288,13 +360,14 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         also called before the charge to give the ledger the fit's curve.
         """
         Lx2 = data_norm**2 * (2.0 if self.fit_intercept else 1.0)
+        c = data_norm if self.fit_intercept else 0.0
         if method == "ssp":
-            R2 = Lx2 + lb**2
-            return [calibrate(Query((p + 1, p + 1), l2_sensitivity=np.sqrt(2.0) * R2,
+            return [calibrate(Query((p + 1, p + 1), l2_sensitivity=_ssp_sensitivity(data_norm, lb, c),
                                     symmetric=True), epsilon, delta)]
         e3, d3 = epsilon / 3.0, delta / 3.0
         return [calibrate(Query((), l2_sensitivity=Lx2), e3, d3),
-                calibrate(Query((p, p), l2_sensitivity=np.sqrt(2.0) * Lx2, symmetric=True), e3, d3),
+                calibrate(Query((p, p), l2_sensitivity=_gram_sensitivity(data_norm, c), symmetric=True),
+                          e3, d3),
                 calibrate(Query((p,), l2_sensitivity=2.0 * np.sqrt(Lx2) * lb), e3, d3)]
 
     def _sketch_rows(self, p):
@@ -421,7 +494,10 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                 pre["specs"] = self._ssp_specs(method, p, data_norm, lb, epsilon, delta)
             (spec,) = pre["specs"]
             A = spec.privatize(A, rng)
-            theta = _psd_solve(A[:p, :p], A[:p, p])
+            # public eigenvalue floor: the bound on the noise's spectral norm that AdaSSP uses
+            s_entry = np.sqrt(spec.expected_squared_error) / (p + 1)
+            floor = s_entry * np.sqrt(p * np.log(2.0 * p * p / 0.05))
+            theta = _psd_solve(A[:p, :p], A[:p, p], floor=floor)
             self.noise_spec_ = spec
         else:  # adassp
             G = X.T @ X
