@@ -142,9 +142,12 @@ part, ``G_i = a_i u_i^T`` with
   ``sigma`` is the core's analytic Gaussian for l2 sensitivity
   ``2 clip sqrt(T)`` at (epsilon, delta) -- exact.
 * Poisson subsampling at rate ``q = batch_size / n``: the noise multiplier is
-  found with Google's ``dp-accounting`` RDP accountant [5]_ under add/remove
-  (sensitivity ``clip``) at ``(eps/2, delta/(1+e^(eps/2)))`` and converted to
-  replace-one by group privacy (:mod:`skdp._accounting`).
+  found with Google's ``dp-accounting`` privacy-loss-distribution accountant
+  [5]_ for the **replace-one** relation directly: one step's worst case is the
+  pair ``(1-q) N(0) + q N(-C')`` vs ``(1-q) N(0) + q N(C')`` with ``C'`` the
+  per-record radius (``clip`` plus the grid rounding below), not the
+  replace-one sensitivity ``2 clip`` of the sum (derivation and the check of
+  the worst case in :mod:`skdp._accounting`).
 * A named pure mechanism (``delta = 0``) or any other named mechanism: basic
   composition, ``(eps/T, delta/T)`` per step, sensitivity ``2 clip``
   (full batch only).
@@ -162,8 +165,9 @@ References
 .. [3] D. Kifer, A. Smith, A. Thakurta. "Private convex empirical risk
    minimization and high-dimensional regression". COLT 2012.
 .. [4] M. Abadi et al. "Deep learning with differential privacy". CCS 2016.
-.. [5] I. Mironov, K. Talwar, L. Zhang. "Renyi differential privacy of the
-   sampled Gaussian mechanism". arXiv:1908.10530, 2019.
+.. [5] V. Doroshenko, B. Ghazi, P. Kamath, R. Kumar, P. Manurangsi. "Connect
+   the dots: tighter discrete approximations of privacy loss distributions".
+   PETS 2022.
 """
 
 from functools import lru_cache
@@ -401,10 +405,7 @@ def _objective_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma,
 
 def _gradient_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, rng, *,
                            n_steps, batch_size, clip, learning_rate):
-    from .._accounting import (
-        poisson_gaussian_noise_multiplier,
-        replace_one_to_add_remove,
-    )
+    from .._accounting import poisson_gaussian_noise_multiplier
 
     K, p = Y.shape[1], U.shape[1]
     T = int(n_steps)
@@ -415,21 +416,25 @@ def _gradient_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, rng, *,
     gaussian = mechanism in ("auto", "analytic_gaussian") and delta > 0
     # Floating-point safety: every step releases g * (round(sum / g) + Y) with Y
     # discrete Gaussian (skdp.mechanisms._grid). A step's rounded sum moves by at
-    # most Delta_step + g sqrt(k), and the T steps' discrete noise is within total
+    # most Delta_step + g sqrt(k) (Poisson: each record's offset from the rounded sum
+    # of the others is at most clip + g sqrt(k)), and the T steps' discrete noise is within total
     # variation T * k * tv(sigma / g) of rounded continuous noise: that much
     # (times 1 + e^eps) is reserved from delta before the accounting.
     k = K * p
     if gaussian:
-        step_sens = 2.0 * clip if q == 1.0 else clip  # replace-one sum / add-remove (Poisson)
+        # replace-one sensitivity of the sum (full batch) / per-record radius of the
+        # replace-one mixture pair (Poisson; skdp._accounting)
+        step_sens = 2.0 * clip if q == 1.0 else clip
         g = grid_step(step_sens, np.sqrt(k))
         rounded = step_sens + g * np.sqrt(k)
         if q == 1.0:
             sigma0 = rounded * np.sqrt(T) / analytic_gaussian_mu(eps, delta)
         else:
-            sigma0 = rounded * poisson_gaussian_noise_multiplier(
-                *replace_one_to_add_remove(eps, delta), q, T)
-        # sigma0 is the scale at the full delta: the final scale (at delta - reserve) is
-        # larger, so the reserve computed here bounds the final one
+            # the accountant's bisection returns the upper end of a bracket of relative
+            # width 1e-3, so (1 - 1e-3) times it is below the exact multiplier
+            sigma0 = rounded * poisson_gaussian_noise_multiplier(eps, delta, q, T) * (1.0 - 1e-3)
+        # sigma0 is (at most) the exact scale at the full delta: the final scale (at
+        # delta - reserve) is larger, so the reserve computed here bounds the final one
         reserve = discrete_gaussian_tv_reserve(eps, delta, np.full(k, sigma0 / g), releases=T)
     if gaussian and q == 1.0:
         # T full-batch Gaussian steps compose to one Gaussian with sensitivity sqrt(T) Delta
@@ -438,11 +443,12 @@ def _gradient_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, rng, *,
         accounting = "gdp_full_batch"
         z = None
     elif gaussian:
-        eps0, delta0 = replace_one_to_add_remove(eps, delta - reserve)
-        z = poisson_gaussian_noise_multiplier(eps0, delta0, q, T)
+        z = poisson_gaussian_noise_multiplier(eps, delta - reserve, q, T)
+        if not z * rounded >= sigma0:  # guaranteed by the bracket above; never data-dependent
+            raise RuntimeError("accountant bracket inconsistent with the reserved delta.")
         spec = composed_gaussian_spec(Query(shape=(K, p), l2_sensitivity=rounded), z * rounded, g,
                                       eps, delta)
-        accounting = "rdp_poisson_group2"
+        accounting = "pld_poisson_replace_one"
     else:
         if q < 1.0:
             raise ValueError(

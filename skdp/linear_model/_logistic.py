@@ -35,7 +35,7 @@ class PrivateLogisticRegression(_BasePrivateLinearClassifier):
         ``delta>0``, Gaussian noise).
         ``"gradient"``: noisy (sub-sampled) gradient descent with per-example
         clipping; noise from the exact GDP composition (full batch) or the
-        ``dp-accounting`` RDP accountant (Poisson sampling).
+        ``dp-accounting`` PLD accountant for replace-one (Poisson sampling).
     mechanism : str, default="auto"
         Name of a mechanism of :mod:`skdp.mechanisms`, or ``"auto"``
         (output perturbation: the core's least-error verified mechanism;

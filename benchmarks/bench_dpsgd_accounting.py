@@ -1,0 +1,80 @@
+"""DP-SGD noise multiplier at the same replace-one (epsilon, delta): old vs new accounting.
+
+*old*: the Renyi (RDP) accountant of ``dp-accounting`` under add/remove at
+``(epsilon / 2, delta / (1 + e^(epsilon/2)))``, converted to replace-one by
+group privacy (skdp up to this change); its multiplier is ``sigma / C'`` with
+``C'`` the add/remove sensitivity = the per-record radius.
+
+*new*: ``dp-accounting``'s PLD accountant with ``NeighboringRelation.REPLACE_ONE``
+(:mod:`skdp._accounting`); the multiplier is also ``sigma / C'`` with the same
+per-record radius, so the ratio old / new is the ratio of the noise standard
+deviations DP-SGD adds. Target (issue 16): ratio >= 1.1 in typical settings.
+
+Writes ``benchmarks/results/dpsgd_accounting.csv``.
+Run: ``python3 benchmarks/bench_dpsgd_accounting.py [--quick]``.
+"""
+
+import argparse
+import functools
+import time
+
+import numpy as np
+
+import _common  # noqa: E402  (puts the checkout's skdp on sys.path)
+
+from skdp._accounting import poisson_gaussian_noise_multiplier  # noqa: E402
+
+SETTINGS = [  # (epsilon, delta, sampling rate q, steps T)
+    (0.1, 1e-5, 0.01, 100),
+    (0.5, 1e-5, 0.01, 500),
+    (1.0, 1e-5, 0.01, 1000),
+    (1.0, 1e-5, 0.05, 200),
+    (2.0, 1e-5, 0.1, 100),
+    (5.0, 1e-5, 0.01, 1000),
+    (8.0, 1e-5, 0.004, 3750),
+]
+QUICK = [(1.0, 1e-5, 0.01, 1000), (2.0, 1e-5, 0.1, 100)]
+
+
+@functools.lru_cache(maxsize=None)
+def old_multiplier(epsilon, delta, q, steps, rtol=1e-4):
+    """The former analysis, written here from dp_accounting's RDP accountant."""
+    import dp_accounting as dpa
+
+    eps0, delta0 = epsilon / 2.0, delta / (1.0 + np.exp(epsilon / 2.0))
+
+    def eps_of(z):
+        acc = dpa.rdp.RdpAccountant()
+        acc.compose(dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(z)), steps))
+        return acc.get_epsilon(delta0)
+
+    lo, hi = 0.1, 0.2
+    while eps_of(hi) > eps0:
+        lo, hi = hi, 2 * hi
+    while hi - lo > rtol * hi:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if eps_of(mid) <= eps0 else (mid, hi)
+    return hi
+
+
+def main(quick=False):
+    rows = []
+    print(f"{'epsilon':>7} {'delta':>7} {'q':>6} {'steps':>6} {'old z':>8} {'new z':>8} "
+          f"{'old/new':>8} {'new s':>6}")
+    for eps, delta, q, T in (QUICK if quick else SETTINGS):
+        z_old = old_multiplier(eps, delta, q, T)
+        t0 = time.perf_counter()
+        z_new = poisson_gaussian_noise_multiplier(eps, delta, q, T)
+        dt = time.perf_counter() - t0
+        rows.append([eps, delta, q, T, z_old, z_new, z_old / z_new, dt])
+        print(f"{eps:7.2f} {delta:7.0e} {q:6.3f} {T:6d} {z_old:8.4f} {z_new:8.4f} "
+              f"{z_old / z_new:8.3f} {dt:6.1f}")
+    path = _common.write_csv("dpsgd_accounting.csv",
+                             ["epsilon", "delta", "q", "steps", "z_old", "z_new", "ratio", "new_s"], rows)
+    print("wrote", path)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    main(ap.parse_args().quick)
