@@ -405,3 +405,90 @@ def test_infers_data_norm_with_warning_and_clips():
         warnings.simplefilter("error", PrivacyLeakWarning)
         clf = PrivateLogisticRegression(C=0.1, data_norm=1.0, classes=[0, 1], random_state=0).fit(X, y)
     assert clf.data_norm_ == 1.0
+
+
+# ----------------------------------------------------------------------
+# C="auto": a public rule (skdp.linear_model._erm, "Choosing C")
+# ----------------------------------------------------------------------
+def test_explicit_C_is_used_as_given():
+    X, y = _data(n=300)
+    for pert in ("output", "objective", "gradient"):
+        clf = PrivateLogisticRegression(perturbation=pert, C=0.037, data_norm=1.0, classes=[0, 1],
+                                        max_iter=20, random_state=0).fit(X, y)
+        assert clf.C == 0.037 and clf.C_ == pytest.approx(0.037, rel=1e-12)
+        if pert != "objective":
+            assert clf.privacy_info_["regularization"] == pytest.approx(1 / (300 * 0.037), rel=1e-12)
+
+
+def test_auto_C_depends_on_public_inputs_only():
+    X, y = _data(n=400, d=4, k=3, seed=0)
+    X2, y2 = _data(n=400, d=4, k=3, seed=5)
+    X2 = X2 * 0.3
+    for cls in (PrivateLogisticRegression, PrivateHuberSVM):
+        for pert in ("output", "objective", "gradient"):
+            kw = dict(perturbation=pert, data_norm=1.0, classes=[0, 1, 2], max_iter=20)
+            a = cls(random_state=0, **kw).fit(X, y)
+            b = cls(random_state=1, **kw).fit(X2, y2)
+            assert a.C == "auto" and a.C_ == b.C_
+    assert PrivateLogisticRegression(perturbation="gradient", data_norm=1.0, classes=[0, 1, 2],
+                                     max_iter=5, random_state=0).fit(X, y).C_ == 1.0
+
+
+def test_auto_C_output_minimises_its_excess_risk_bound():
+    """Closed form of the rule vs a numeric minimisation of the bound it states.
+
+    Bound: lambda r^2 / 2 + c R^2 E||Z||^2 / 2 with Z the noise the core
+    calibrates for the output sensitivity 2 sqrt(K) R / (n lambda) (+ solver term).
+    """
+    from skdp.mechanisms import Query, calibrate
+
+    n, d, eps, delta, B = 500, 6, 0.7, 1e-5, 1.0
+    X, y = _data(n=n, d=d, k=3)
+    for cls, c in ((PrivateLogisticRegression, 0.25), (PrivateHuberSVM, 1 / (2 * 0.1))):
+        clf = cls(perturbation="output", epsilon=eps, delta=delta, data_norm=B,
+                  classes=[0, 1, 2], random_state=0).fit(X, y)
+        K, p, R, tol = 3, d + 1, np.sqrt(2) * B, 1e-6
+        r = 5.0 / R
+
+        def bound(log_lam):
+            lam = np.exp(log_lam)
+            sens = 2 * np.sqrt(K) * R / (n * lam) + 2 * tol * R / (n * lam)
+            ez2 = calibrate(Query(shape=(K, p), l2_sensitivity=sens), eps, delta).expected_squared_error
+            return lam * r * r / 2 + c * R**2 * ez2 / 2
+
+        res = optimize.minimize_scalar(bound, bounds=(np.log(1e-6), np.log(1e2)), method="bounded",
+                                       options={"xatol": 1e-8})
+        np.testing.assert_allclose(clf.privacy_info_["regularization"], np.exp(res.x), rtol=1e-3)
+        np.testing.assert_allclose(clf.C_, 1 / (n * np.exp(res.x)), rtol=1e-3)
+
+
+def test_auto_C_objective_keeps_budget_consistent():
+    X, y = _data(n=2000, d=5)
+    for cls in (PrivateLogisticRegression, PrivateHuberSVM):
+        for eps, delta in ((0.1, 1e-5), (1.0, 1e-5), (1.0, 0.0)):
+            clf = cls(epsilon=eps, delta=delta, data_norm=1.0, classes=[0, 1], random_state=0).fit(X, y)
+            info = clf.privacy_info_
+            eps1 = 0.99 * eps
+            beta = clf._loss().curvature * 2.0  # c R^2 with R^2 = 2 (intercept)
+            assert info["extra_regularization"] == 0.0  # the rule's lambda is used as is
+            np.testing.assert_allclose(info["eps_jacobian"], np.log1p(beta / (2000 * info["regularization"])),
+                                       rtol=1e-12)
+            assert 0.0 < info["eps_jacobian"] <= 0.8 * eps1 * (1 + 1e-9)
+            np.testing.assert_allclose(info["eps_jacobian"] + info["eps_noise"], eps1, rtol=1e-12)
+
+
+def test_auto_C_huber_small_epsilon_beats_the_majority_class():
+    """Imbalanced classes at epsilon = 0.1: the strategy's regularisation predicted one class."""
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n_samples=12000, n_features=10, n_informative=5, weights=[0.75],
+                               random_state=2)
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    Xtr, ytr, Xte, yte = X[:9000], y[:9000], X[9000:], y[9000:]
+    majority = max(yte.mean(), 1 - yte.mean())
+    auto = [PrivateHuberSVM(epsilon=0.1, data_norm=1.0, classes=[0, 1], random_state=s)
+            .fit(Xtr, ytr).score(Xte, yte) for s in range(3)]
+    fixed = [PrivateHuberSVM(epsilon=0.1, data_norm=1.0, classes=[0, 1], C=1.0, random_state=s)
+             .fit(Xtr, ytr).score(Xte, yte) for s in range(3)]
+    assert np.mean(fixed) <= majority + 0.01  # the former default: (almost) one class
+    assert np.mean(auto) >= majority + 0.05

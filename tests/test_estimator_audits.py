@@ -174,6 +174,11 @@ ROUTES = {
                              CIRCLE, LABELS, CIRCLE, FLIPPED, None, 0.5),
     "huber-gradient-full": (_clf(PrivateHuberSVM, **_GRAD),
                             CIRCLE, LABELS, CIRCLE, FLIPPED, None, 0.25),
+    # C="auto": the rule's lambda' replaces AMP's budget strategy (eps_J from lambda')
+    "huber-objective-amp-autoC": (_clf(PrivateHuberSVM, perturbation="objective", C="auto"),
+                                  CIRCLE, LABELS, CIRCLE, FLIPPED, None, 0.1),
+    "logistic-output-autoC": (_clf(PrivateLogisticRegression, perturbation="output", C="auto"),
+                              CIRCLE, LABELS, CIRCLE, FLIPPED, None, 0.25),
     "pca-analyze-gauss": (PrivatePCA(epsilon=EPS, delta=DELTA, data_norm=1.0, mechanism="analyze_gauss"),
                           PCA_X, None, PCA_XP, None,
                           lambda e: np.concatenate([e.mean_, e.get_covariance().ravel()]), 0.5),

@@ -36,7 +36,7 @@ random_state, accountant
 
     Attributes
     ----------
-    classes_, coef_, intercept_, data_norm_, noise_spec_, privacy_info_, privacy_spent_
+    classes_, coef_, intercept_, C_, data_norm_, noise_spec_, privacy_info_, privacy_spent_
         As in :class:`PrivateLogisticRegression`.
 
     References
@@ -62,7 +62,7 @@ random_state, accountant
     }
 
     def __init__(self, epsilon=1.0, delta=1e-5, perturbation="objective", mechanism="auto",
-                 data_norm=None, classes=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
+                 data_norm=None, classes=None, C="auto", fit_intercept=True, intercept_scaling=1.0,
                  max_iter=1000, tol=1e-6, batch_size=None, clip_norm=None,
                  learning_rate="auto", h=0.1, random_state=None, accountant=None):
         self.epsilon = epsilon

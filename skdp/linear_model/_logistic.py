@@ -55,10 +55,17 @@ class PrivateLogisticRegression(_BasePrivateLinearClassifier):
         the data with a :class:`~skdp.PrivacyLeakWarning`: the set of labels
         present is private (a neighbouring dataset may lack one), so that
         fit is not differentially private.
-    C : float, default=1.0
+    C : float or "auto", default="auto"
         Inverse regularisation strength as in scikit-learn. The output
         perturbation sensitivity ``2 sqrt(K) R C`` does not shrink with n:
         private fits need much smaller ``C`` than non-private ones.
+        ``"auto"`` chooses it by a public rule from ``n``, the number of
+        features and classes, ``R``, the loss, epsilon, delta and the
+        mechanism (never from the data) that minimises a bound on the excess
+        risk of the noisy release (derivation in
+        :mod:`skdp.linear_model._erm`, "Choosing C"); for the objective route
+        it also sets the budget share of the Jacobian term. The gradient
+        route uses ``C = 1``. The value used is ``C_``.
     fit_intercept : bool, default=True
         Add a constant feature ``intercept_scaling * data_norm``.
     intercept_scaling : float, default=1.0
@@ -92,6 +99,9 @@ class PrivateLogisticRegression(_BasePrivateLinearClassifier):
         ``classes`` (sorted) when given, else the labels found in the data.
     coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
     intercept_ : ndarray of shape (1,) or (n_classes,)
+    C_ : float
+        The inverse regularisation strength used (``C``, or the rule's
+        choice for ``C="auto"``).
     data_norm_ : float
         The row-norm bound used.
     noise_spec_ : NoiseSpec or tuple of NoiseSpec
@@ -123,7 +133,7 @@ class PrivateLogisticRegression(_BasePrivateLinearClassifier):
     """
 
     def __init__(self, epsilon=1.0, delta=1e-5, perturbation="objective", mechanism="auto",
-                 data_norm=None, classes=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
+                 data_norm=None, classes=None, C="auto", fit_intercept=True, intercept_scaling=1.0,
                  max_iter=1000, tol=1e-6, batch_size=None, clip_norm=None,
                  learning_rate="auto", random_state=None, accountant=None):
         self.epsilon = epsilon
