@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 
 
-def _run_example(script, out_dir, timeout=300, **extra_env):
+def _run_example(script, out_dir, timeout=900, **extra_env):
     env = dict(os.environ, **extra_env)
     env["SKDP_EXAMPLES_OUT"] = str(out_dir)
     env["MPLBACKEND"] = "Agg"
@@ -58,7 +58,7 @@ def test_headline_demo(tmp_path):
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     proc = subprocess.run(
         [sys.executable, str(EXAMPLES / "demo.py"), "--repeats", "1", "--out", str(tmp_path)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     out = proc.stdout
