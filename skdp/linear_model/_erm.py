@@ -128,7 +128,7 @@ two draws are independent and the tolerance is fixed in advance.
 extra regularisation is ``Lambda_x = max(0, beta / (n (e^(eps_J/K) - 1)) - lambda)``.
 
 Choosing C (``C="auto"``, the default)
--------------------------------------
+--------------------------------------
 With scikit-learn's ``C = 1`` the output sensitivity ``2 sqrt(K) R C`` does
 not shrink with ``n`` and the noise swamps the model. ``C="auto"`` picks
 ``lambda`` by a rule that reads only public inputs -- ``n``, the shape
