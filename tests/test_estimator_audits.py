@@ -30,12 +30,13 @@ route                      honest  factor      bound
 logistic output            0       0.25        0.143
 logistic objective (AMP)   0       0.1         0.534
 logistic DP-GD, T=20       0       0.25        0.339
-logistic DP-SGD, q=0.5     0       0.25        0.125
+logistic DP-SGD, q=0.5     0       0.25        0.147
 logistic objective (pure)  0       0.25        0.038
 huber output               0       0.5         0.170
 huber objective (AMP)      0       0.25        0.336
 huber objective (pure)     0       0.5         0.001
 huber DP-GD, T=20          0       0.25        0.336
+huber objective, C="auto"  0       0.1         0.182
 OLS ssp                    0       0.25        0.307
 OLS adassp                 0       0.1         0.551
 OLS sketch                 0       0.1         0.163
@@ -177,8 +178,6 @@ ROUTES = {
     # C="auto": the rule's lambda' replaces AMP's budget strategy (eps_J from lambda')
     "huber-objective-amp-autoC": (_clf(PrivateHuberSVM, perturbation="objective", C="auto"),
                                   CIRCLE, LABELS, CIRCLE, FLIPPED, None, 0.1),
-    "logistic-output-autoC": (_clf(PrivateLogisticRegression, perturbation="output", C="auto"),
-                              CIRCLE, LABELS, CIRCLE, FLIPPED, None, 0.25),
     "pca-analyze-gauss": (PrivatePCA(epsilon=EPS, delta=DELTA, data_norm=1.0, mechanism="analyze_gauss"),
                           PCA_X, None, PCA_XP, None,
                           lambda e: np.concatenate([e.mean_, e.get_covariance().ravel()]), 0.5),
