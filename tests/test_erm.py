@@ -492,3 +492,71 @@ def test_auto_C_huber_small_epsilon_beats_the_majority_class():
              .fit(Xtr, ytr).score(Xte, yte) for s in range(3)]
     assert np.mean(fixed) <= majority + 0.01  # the former default: (almost) one class
     assert np.mean(auto) >= majority + 0.05
+
+
+# ----------------------------------------------------------------------
+# AMP with K classes: the block bound (skdp.linear_model._erm, "K classes")
+# ----------------------------------------------------------------------
+def _amp_exact_loss_sup(B, u, up, sigma, n):
+    """sup over the box |alpha_k|, |alpha'_k| <= 1/n of (2<b, v> + ||v||^2) / (2 sigma^2), v_k = alpha_k u - alpha'_k u'.
+
+    A convex function of (alpha, alpha') separable over the blocks: each block's
+    maximum is at one of its 4 corners (written out, independently of skdp).
+    """
+    tot = 0.0
+    for bk in B:  # bk: (N, p) noise of block k
+        best = None
+        for s1 in (-1, 1):
+            for s2 in (-1, 1):
+                vk = (s1 * u - s2 * up) / n
+                val = (2 * bk @ vk + vk @ vk) / (2 * sigma**2)
+                best = val if best is None else np.maximum(best, val)
+        tot = tot + best
+    return tot
+
+
+@pytest.mark.parametrize("K", [2, 4])
+def test_amp_multiclass_delta_bounds_the_exact_worst_loss(K):
+    """Monte Carlo of the privacy-loss bound's expectation on explicit records vs the bound."""
+    from skdp.linear_model._erm import amp_multiclass_delta
+
+    rng = np.random.default_rng(0)
+    n, p, R, eps, N = 50, 3, 1.0, 1.0, 200000
+    for a1 in (0.05, 0.15):
+        sigma = R / (n * a1)
+        bound = amp_multiclass_delta(a1, eps, K)
+        for ang, r2 in ((0.0, 1.0), (np.pi, 1.0), (np.pi / 2, 1.0), (2.0, 0.6)):
+            u = np.array([R, 0.0, 0.0])
+            up = r2 * R * np.array([np.cos(ang), np.sin(ang), 0.0])
+            B = [rng.normal(scale=sigma, size=(N, p)) for _ in range(K)]
+            L = _amp_exact_loss_sup(B, u, up, sigma, n)
+            mc = np.mean(-np.expm1(np.minimum(eps - L, 0.0)))
+            se = np.std(-np.expm1(np.minimum(eps - L, 0.0))) / np.sqrt(N)
+            assert mc <= bound + 4 * se + 1e-9, (K, a1, ang, mc, bound)
+        # the bound is not vacuous: at c = 1 (u' = u) it is within a factor 2 of the MC value
+        up = u.copy()
+        B = [rng.normal(scale=sigma, size=(N, p)) for _ in range(K)]
+        L = _amp_exact_loss_sup(B, u, up, sigma, n)
+        mc = np.mean(-np.expm1(np.minimum(eps - L, 0.0)))
+        assert bound <= 2 * mc + 1e-6
+
+
+def test_amp_multiclass_bound_is_below_the_chi_bound_and_used():
+    from skdp.linear_model._erm import amp_multiclass_delta, amp_multiclass_sigma
+
+    for K in (1, 2, 5):
+        for a1 in (0.05, 0.1, 0.2):
+            # a = Delta_obj / sigma = 2 sqrt(K) a1; chi_{2K} bound of the same sigma (the
+            # block bound carries a fixed 1e-12 allowance for the convolution's rounding)
+            chi = amp_noise_delta(2 * np.sqrt(K) * a1, 1.0, 2 * K)
+            assert amp_multiclass_delta(a1, 1.0, K) <= chi + 1e-12
+            if chi > 1e-6:
+                assert amp_multiclass_delta(a1, 1.0, K) < 0.9 * chi
+    X, y = _data(n=400, d=4, k=3)
+    clf = PrivateLogisticRegression(epsilon=1.0, delta=1e-5, C=0.5, data_norm=1.0, classes=[0, 1, 2],
+                                    random_state=0).fit(X, y)
+    info = clf.privacy_info_
+    sig = amp_multiclass_sigma(info["eps_noise"], info["delta_noise"], info["l2_sensitivity"], 3)
+    np.testing.assert_allclose(info["sigma"], sig, rtol=1e-12)
+    assert amp_multiclass_delta(info["l2_sensitivity"] / (2 * np.sqrt(3) * sig), info["eps_noise"], 3) \
+        <= info["delta_noise"]

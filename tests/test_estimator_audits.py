@@ -37,6 +37,7 @@ huber objective (AMP)      0       0.25        0.336
 huber objective (pure)     0       0.5         0.001
 huber DP-GD, T=20          0       0.25        0.336
 huber objective, C="auto"  0       0.1         0.182
+logistic AMP, 3 classes    0       0.1         0.348
 OLS ssp                    0       0.25        0.307
 OLS adassp                 0       0.1         0.551
 OLS sketch                 0       0.1         0.163
@@ -126,6 +127,9 @@ CIRCLE = np.column_stack([np.cos(_ANG), np.sin(_ANG)])  # rows at the norm bound
 LABELS = np.arange(_N) % 2
 FLIPPED = LABELS.copy()
 FLIPPED[0] = 1 - LABELS[0]  # replace record 0 by the same x with the other label
+LABELS3 = np.arange(_N) % 3  # three classes: record 0 moves from class 0 to class 1
+FLIPPED3 = LABELS3.copy()
+FLIPPED3[0] = 1
 
 ZEROS = np.zeros((_N, 2))
 ONE_AT_BOUND = ZEROS.copy()
@@ -178,6 +182,10 @@ ROUTES = {
     # C="auto": the rule's lambda' replaces AMP's budget strategy (eps_J from lambda')
     "huber-objective-amp-autoC": (_clf(PrivateHuberSVM, perturbation="objective", C="auto"),
                                   CIRCLE, LABELS, CIRCLE, FLIPPED, None, 0.1),
+    # K = 3: the per-block AMP bound (skdp.linear_model._erm, "K classes")
+    "logistic-objective-amp-3class": (_clf(PrivateLogisticRegression, perturbation="objective",
+                                           classes=[0, 1, 2]),
+                                      CIRCLE, LABELS3, CIRCLE, FLIPPED3, None, 0.1),
     "pca-analyze-gauss": (PrivatePCA(epsilon=EPS, delta=DELTA, data_norm=1.0, mechanism="analyze_gauss"),
                           PCA_X, None, PCA_XP, None,
                           lambda e: np.concatenate([e.mean_, e.get_covariance().ravel()]), 0.5),

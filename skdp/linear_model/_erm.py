@@ -111,6 +111,36 @@ and it lies in the fixed subspace spanned (per class block) by ``u`` and
   sensitivity ``sigma_1 mu0(eps_3, delta_1)``, which makes its sigma
   exactly ``sigma_1``).
 
+*K classes (``delta > 0``, ``K >= 2``).* The ``chi_{2K}`` bound above
+lets ``v`` align with ``b`` in all ``2K`` dimensions at once, at full norm.
+Per block ``k``, ``v_k = alpha_k u - alpha'_k u'`` with
+``alpha_k = y_k loss'(.) / n`` and ``|alpha_k|, |alpha'_k| <= 1/n``, so with
+``a1 = R / (n sigma_1)`` and unit vectors ``u^ = u/||u||``, ``u'^``:
+
+    <b, v> / sigma_1^2 <= a1 sum_k S_k,  S_k = (|<b_k, u^>| + |<b_k, u'^>|) / sigma_1,
+    ||v||^2 / (2 sigma_1^2) <= 2 K a1^2.
+
+``|x| + |y| = max(|x + y|, |x - y|)`` and ``u^ + u'^`` is orthogonal to
+``u^ - u'^`` (norms ``sqrt(2 + 2c)``, ``sqrt(2 - 2c)``, ``c = <u^, u'^>``), so
+``S_k = max(sqrt(2+2c) |z_1k|, sqrt(2-2c) |z_2k|)`` with independent standard
+normals, independent across the blocks (``b_k`` are) with one common ``c``.
+Its CDF is ``F_c(s) = (2 Phi(s / sqrt(2+2c)) - 1)(2 Phi(s / sqrt(2-2c)) - 1)``.
+``G = inf_c F_c`` (bounded below cell by cell on a grid of ``c``, both
+factors being monotone in their scale) is the CDF of a variable ``Y`` that
+stochastically dominates every ``S_k``, so ``sum_k S_k`` is dominated by a
+sum of ``K`` independent copies of ``Y`` (coupling), and as the integrand is
+increasing,
+
+    delta_1 <= E[(1 - exp(eps_3 - a1 sum_k Y_k - 2 K a1^2))_+]
+
+(:func:`amp_multiclass_delta`: ``Y`` rounded up to a grid of step 0.01, the
+``K``-fold sum by convolution, the mass beyond the grid counted as 1). For
+``K = 1`` this is ``S <= 2 rho`` and never worse than ``chi_2``; the code uses
+the smaller of the two scales for ``K >= 2`` (both are valid) and keeps the
+``chi_2`` closed form for ``K = 1``. Gain at ``eps_3 = 0.9``, ``delta_1 =
+1e-5``: 1.18x less noise for ``K = 2``, 1.38x for ``K = 10``, 1.51x for
+``K = 50`` (``benchmarks/bench_dpsgd_accounting.py`` prints the table).
+
 *Approximate minimiser.* The solver returns ``W~`` with
 ``||W~ - W*|| <= gamma / lambda'``. Releasing ``W~ + n_2`` is analysed as an
 adaptive composition: given the (virtual) output ``a = W*``, ``W~`` is a
@@ -246,6 +276,8 @@ __all__ = [
     "amp_noise_delta",
     "amp_noise_sigma",
     "amp_epsilon_fraction",
+    "amp_multiclass_delta",
+    "amp_multiclass_sigma",
     "auto_regularization",
 ]
 
@@ -349,10 +381,96 @@ def amp_noise_sigma(epsilon, delta, sensitivity, m, rtol=1e-10):
     return float(sensitivity) / a
 
 
+_MC_STEP = 0.01  # grid of the per-block variable S_k (module docstring, "K classes")
+
+
+@lru_cache(maxsize=4)
+def _block_pmf(h=_MC_STEP, n_theta=2048):
+    """Upward-rounded pmf of a variable stochastically above every ``S_k`` (any ``c``).
+
+    ``F_c(s) = (2 Phi(s/alpha) - 1)(2 Phi(s/beta) - 1)``, ``alpha = 2 cos(theta)``,
+    ``beta = 2 sin(theta)``, ``c = cos(2 theta)``. On a cell
+    ``[theta_i, theta_{i+1}]`` alpha is at most ``alpha(theta_i)`` and beta at most
+    ``beta(theta_{i+1})`` and both factors decrease in their scale, so
+    ``G(s) = min_i A(alpha(theta_i)) B(beta(theta_{i+1}))`` is below ``F_c(s)`` for
+    every ``c``: a CDF of a variable that dominates every ``S_k``. Its mass on
+    ``(s_{j-1}, s_j]`` is put at ``s_j``; the mass beyond the grid is returned apart.
+    """
+    from scipy.stats import norm
+
+    smax = 2.0 * np.sqrt(2.0 * np.log(1e25))
+    grid = np.arange(0.0, smax + h, h)
+    th = np.linspace(0.0, np.pi / 2, n_theta + 1)
+    al, be = 2.0 * np.cos(th[:-1]), 2.0 * np.sin(th[1:])
+    G = np.empty_like(grid)
+    for j0 in range(0, grid.size, 256):
+        sj = grid[j0:j0 + 256, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            A = np.where(al > 0, 2.0 * norm.cdf(sj / np.where(al > 0, al, 1.0)) - 1.0, 1.0)
+            B = np.where(be > 0, 2.0 * norm.cdf(sj / np.where(be > 0, be, 1.0)) - 1.0, 1.0)
+        G[j0:j0 + 256] = np.min(A * B, axis=1)
+    G[0] = 0.0
+    G = np.maximum.accumulate(G)
+    return grid, np.diff(G, prepend=0.0), float(1.0 - G[-1])
+
+
+@lru_cache(maxsize=32)
+def _sum_pmf(K):
+    """pmf of the sum of ``K`` independent copies of :func:`_block_pmf` (and its lost mass)."""
+    from scipy.signal import fftconvolve
+
+    _, pmf, tail = _block_pmf()
+    tot = pmf.copy()
+    for _ in range(int(K) - 1):
+        tot = np.maximum(fftconvolve(tot, pmf), 0.0)
+    # FFT rounding: at most ~1e-16 per entry; 1e-12 is added to every delta below
+    return tot, 1.0 - (1.0 - tail) ** int(K)
+
+
+def amp_multiclass_delta(a1, epsilon, K):
+    """Upper bound on the AMP noise delta for ``K`` one-vs-rest blocks.
+
+    ``E[(1 - exp(eps - a1 sum_k S_k - 2 K a1^2))_+]`` with ``a1 = R / (n sigma)``
+    and ``S_k`` replaced by the dominating grid variable (module docstring,
+    "Objective perturbation, K classes").
+    """
+    tot, lost = _sum_pmf(int(K))
+    s = np.arange(tot.size) * _MC_STEP
+    x = float(epsilon) - float(a1) * s - 2.0 * K * float(a1) ** 2
+    phi = np.where(x < 0.0, -np.expm1(np.minimum(x, 0.0)), 0.0)
+    return float(np.sum(tot * phi) + lost + 1e-12)
+
+
+def amp_multiclass_sigma(epsilon, delta, sensitivity, K, rtol=1e-6):
+    """Smallest ``sigma_1`` (safe side) with ``amp_multiclass_delta(a1) <= delta``.
+
+    ``sensitivity`` is ``Delta_obj = 2 sqrt(K) R / n``, so ``a1 = Delta_obj /
+    (2 sqrt(K) sigma_1)``. Bisection on ``a1`` (the bound increases with it);
+    the lower (safe) end is kept.
+    """
+    if not delta > 1e-12 * 10:
+        raise ValueError("delta too small for the multiclass AMP bound.")
+    lo, hi = 0.0, 1.0
+    while amp_multiclass_delta(hi, epsilon, K) <= delta:
+        lo, hi = hi, 2.0 * hi
+    while hi - lo > rtol * hi:
+        mid = 0.5 * (lo + hi)
+        if amp_multiclass_delta(mid, epsilon, K) <= delta:
+            lo = mid
+        else:
+            hi = mid
+    if lo <= 0.0:
+        raise ValueError("no noise scale meets the multiclass AMP bound.")
+    return float(sensitivity) / (2.0 * np.sqrt(K) * lo)
+
+
 @lru_cache(maxsize=256)
-def _cached_amp_noise_sigma(epsilon, delta, sensitivity, m):
-    # a pure function of public scalars; the root search is half the fit time on small data
-    return amp_noise_sigma(epsilon, delta, sensitivity, m)
+def _cached_amp_sigma(epsilon, delta, sensitivity, m, K):
+    """The smaller of the two valid AMP scales (chi_m bound; the K-block bound for K >= 2)."""
+    sigma = amp_noise_sigma(epsilon, delta, sensitivity, m)
+    if K >= 2:
+        sigma = min(sigma, amp_multiclass_sigma(epsilon, delta, sensitivity, K))
+    return float(sigma)
 
 
 def amp_epsilon_fraction(epsilon):
@@ -483,7 +601,7 @@ def _objective_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma,
         name2 = "laplace" if mechanism == "auto" else name
         sigma1 = None
     elif mechanism in ("auto", "analytic_gaussian"):
-        sigma1 = _cached_amp_noise_sigma(float(eps3), float(delta1), float(sens1), int(m))
+        sigma1 = _cached_amp_sigma(float(eps3), float(delta1), float(sens1), int(m), int(K))
         eff = sigma1 * analytic_gaussian_mu(eps3, delta1)
         spec1 = calibrate(Query(shape=(K, p), l2_sensitivity=eff), eps3, delta1,
                           mechanism="analytic_gaussian")
