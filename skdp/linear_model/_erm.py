@@ -393,8 +393,11 @@ def _block_pmf(h=_MC_STEP, n_theta=2048):
     ``[theta_i, theta_{i+1}]`` alpha is at most ``alpha(theta_i)`` and beta at most
     ``beta(theta_{i+1})`` and both factors decrease in their scale, so
     ``G(s) = min_i A(alpha(theta_i)) B(beta(theta_{i+1}))`` is below ``F_c(s)`` for
-    every ``c``: a CDF of a variable that dominates every ``S_k``. Its mass on
-    ``(s_{j-1}, s_j]`` is put at ``s_j``; the mass beyond the grid is returned apart.
+    every ``c``: a CDF of a variable that dominates every ``S_k``. It is computed
+    as the survival ``1 - G = max_i (2 Qa + 2 Qb - 4 Qa Qb)`` with ``Q`` the normal
+    survival function (no cancellation in the tail), made non-increasing from
+    above. Its mass on ``(s_{j-1}, s_j]`` is put at ``s_j``; the mass beyond the
+    grid is returned apart.
     """
     from scipy.stats import norm
 
@@ -402,16 +405,17 @@ def _block_pmf(h=_MC_STEP, n_theta=2048):
     grid = np.arange(0.0, smax + h, h)
     th = np.linspace(0.0, np.pi / 2, n_theta + 1)
     al, be = 2.0 * np.cos(th[:-1]), 2.0 * np.sin(th[1:])
-    G = np.empty_like(grid)
+    # survival 1 - A B = 2 Qa + 2 Qb - 4 Qa Qb with Q = norm.sf (accurate in the tail)
+    surv = np.empty_like(grid)
     for j0 in range(0, grid.size, 256):
         sj = grid[j0:j0 + 256, None]
         with np.errstate(divide="ignore", invalid="ignore"):
-            A = np.where(al > 0, 2.0 * norm.cdf(sj / np.where(al > 0, al, 1.0)) - 1.0, 1.0)
-            B = np.where(be > 0, 2.0 * norm.cdf(sj / np.where(be > 0, be, 1.0)) - 1.0, 1.0)
-        G[j0:j0 + 256] = np.min(A * B, axis=1)
-    G[0] = 0.0
-    G = np.maximum.accumulate(G)
-    return grid, np.diff(G, prepend=0.0), float(1.0 - G[-1])
+            Qa = np.where(al > 0, norm.sf(sj / np.where(al > 0, al, 1.0)), 0.0)
+            Qb = np.where(be > 0, norm.sf(sj / np.where(be > 0, be, 1.0)), 0.0)
+        surv[j0:j0 + 256] = np.max(2.0 * Qa + 2.0 * Qb - 4.0 * Qa * Qb, axis=1)
+    surv[0] = 1.0
+    surv = np.maximum.accumulate(surv[::-1])[::-1]  # non-increasing, never below the computed
+    return grid, np.concatenate([[0.0], surv[:-1] - surv[1:]]), float(surv[-1])
 
 
 @lru_cache(maxsize=32)
@@ -468,7 +472,7 @@ def amp_multiclass_sigma(epsilon, delta, sensitivity, K, rtol=1e-6):
 def _cached_amp_sigma(epsilon, delta, sensitivity, m, K):
     """The smaller of the two valid AMP scales (chi_m bound; the K-block bound for K >= 2)."""
     sigma = amp_noise_sigma(epsilon, delta, sensitivity, m)
-    if K >= 2:
+    if K >= 2 and delta > 1e-10:  # the block bound carries a 1e-12 allowance
         sigma = min(sigma, amp_multiclass_sigma(epsilon, delta, sensitivity, K))
     return float(sigma)
 
