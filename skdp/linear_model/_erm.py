@@ -115,7 +115,7 @@ and it lies in the fixed subspace spanned (per class block) by ``u`` and
 lets ``v`` align with ``b`` in all ``2K`` dimensions at once, at full norm.
 Per block ``k``, ``v_k = alpha_k u - alpha'_k u'`` with
 ``alpha_k = y_k loss'(.) / n`` and ``|alpha_k|, |alpha'_k| <= 1/n``, so with
-``a1 = R / (n sigma_1)`` and unit vectors ``u^ = u/||u||``, ``u'^``:
+``a1 = R / (n sigma_1)`` and unit vectors ``u^ = u/||u||``, ``u'^``::
 
     <b, v> / sigma_1^2 <= a1 sum_k S_k,  S_k = (|<b_k, u^>| + |<b_k, u'^>|) / sigma_1,
     ||v||^2 / (2 sigma_1^2) <= 2 K a1^2.
