@@ -92,10 +92,15 @@ at most ``e_M`` in size); the criterion does not weigh it because ``M`` is
 unknown (it is zero for data centred in its range).
 
 *Post-processing.* ``M`` is clamped into ``[-1/2, 1/2]`` (the mean lies in
-the bounds) and ``Q - M^2`` into ``[0, 1/4]`` (Popoviciu: a variable in an
-interval of width ``w`` has variance at most ``w^2 / 4``): the variance is
-never negative. A variance of 0 gives ``scale_ = 1``, the convention of
-:class:`sklearn.preprocessing.StandardScaler` for constant features.
+the bounds) and ``Q - M^2`` into ``[f, 1/4]`` (Popoviciu: a variable in an
+interval of width ``w`` has variance at most ``w^2 / 4``), where ``f`` is the
+standard deviation of the release's noise on ``Q`` (public, from the noise
+spec): a noisy variance at or below the noise level is "within the noise",
+not "constant", and dividing by its square root would blow the feature up
+(measured: a wide feature such as ``capital`` in ``[0, 1e5]`` clamped to 0 and
+left unscaled dominated every normalised row). Features whose bounds have
+width 0 are public constants: variance 0, ``scale_ = 1``, the convention of
+:class:`sklearn.preprocessing.StandardScaler`.
 """
 
 import math
@@ -462,7 +467,11 @@ class PrivateStandardScaler(PrivateEstimatorMixin, OneToOneFeatureMixin, Transfo
             mean[live] = (lower[live] + upper[live]) / 2.0 + w * M
             if s is not None:
                 Q = noisy[k:] / s
-                var[live] = w**2 * np.clip(Q - M**2, 0.0, 0.25)
+                # a released variance below the noise of its release says "within the noise",
+                # not "constant": floor it at the noise's standard deviation in these units
+                # (public: from the spec), so scale_ never divides by a noise artefact
+                floor = min(np.sqrt(spec.expected_squared_error / spec.query.n_released) / s, 0.25)
+                var[live] = w**2 * np.clip(Q - M**2, floor, 0.25)
         self.mean_ = mean if self.with_mean else None
         if self.with_std:
             self.var_ = var
