@@ -139,7 +139,9 @@ __all__ = ["GaussianCurve", "combine_curves", "release_curve", "pure_mu", "conve
 
 #: share of the basic pool's remaining delta a conversion takes at least
 CONVERT_DELTA_SHARE = 0.99
-# relative slack of the checks, the same as the ledgers' (one part in 10^12)
+# relative slack of every budget check, the filter's and the ledgers' (skdp._ledger imports
+# it): it lets ten spends of 0.1 fill a budget of 1.0 despite rounding, and can never
+# overspend by more than one part in 10^12 (the same as PrivacyBudget.covers)
 _RTOL = 1e-12
 
 
@@ -223,15 +225,10 @@ def pure_mu(epsilon):
 
 
 def _gaussian_delta(mu, epsilon):
+    """delta_G(epsilon; mu) (Balle & Wang 2018, Thm 8; ``2 Phi(mu/2) - 1`` at epsilon = 0)."""
     from .mechanisms.gaussian import gaussian_delta
 
-    return gaussian_delta(mu, epsilon) if epsilon > 0 else float(2.0 * _ndtr(mu / 2.0) - 1.0)
-
-
-def _ndtr(x):
-    from scipy.special import ndtr
-
-    return float(ndtr(x))
+    return gaussian_delta(mu, epsilon)
 
 
 def conversion_mu(epsilon, delta):
@@ -319,26 +316,17 @@ def filter_charge(state, epsilon_i, delta_i, curve, ledger_epsilon):
     """
     s = state
     if curve is None:
-        if _le(epsilon_i, s.eps_pool) and _le(delta_i, s.delta_pool):
-            return replace(s, eps_pool=max(s.eps_pool - epsilon_i, 0.0),
-                           delta_pool=max(s.delta_pool - delta_i, 0.0),
-                           eps_charged=s.eps_charged + epsilon_i,
-                           delta_charged=s.delta_charged + delta_i), "basic"
-        m2 = pure_mu(epsilon_i) ** 2
-        if _le(m2, s.mu2_pool) and _le(delta_i, s.delta_pool):
-            return replace(s, mu2_pool=max(s.mu2_pool - m2, 0.0),
-                           delta_pool=max(s.delta_pool - delta_i, 0.0),
-                           mu2_charged=s.mu2_charged + m2,
-                           delta_charged=s.delta_charged + delta_i), "gaussian-pool"
-        return None, None
+        new = _from_basic(s, epsilon_i, delta_i)
+        if new is not None:
+            return new, "basic"
+        new = _from_gaussian(s, pure_mu(epsilon_i) ** 2, delta_i)
+        return (new, "gaussian-pool") if new is not None else (None, None)
 
     tvc = (1.0 + math.exp(ledger_epsilon)) * curve.tv
     m2 = curve.mu**2
-    if _le(m2, s.mu2_pool) and _le(tvc, s.delta_pool):
-        return replace(s, mu2_pool=max(s.mu2_pool - m2, 0.0),
-                       delta_pool=max(s.delta_pool - tvc, 0.0),
-                       mu2_charged=s.mu2_charged + m2,
-                       delta_charged=s.delta_charged + tvc), "gaussian"
+    new = _from_gaussian(s, m2, tvc)
+    if new is not None:
+        return new, "gaussian"
     avail = s.delta_pool - tvc
     if avail > 0:
         need = m2 - s.mu2_pool
@@ -350,12 +338,28 @@ def filter_charge(state, epsilon_i, delta_i, curve, ledger_epsilon):
                            mu2_pool=max(s.mu2_pool + m * m - m2, 0.0),
                            mu2_charged=s.mu2_charged + m2,
                            delta_charged=s.delta_charged + tvc), "converted"
-    if _le(epsilon_i, s.eps_pool) and _le(delta_i, s.delta_pool):
-        return replace(s, eps_pool=max(s.eps_pool - epsilon_i, 0.0),
-                       delta_pool=max(s.delta_pool - delta_i, 0.0),
-                       eps_charged=s.eps_charged + epsilon_i,
-                       delta_charged=s.delta_charged + delta_i), "basic"
-    return None, None
+    new = _from_basic(s, epsilon_i, delta_i)
+    return (new, "basic") if new is not None else (None, None)
+
+
+def _from_basic(s, epsilon_i, delta_i):
+    """``(epsilon_i, delta_i)`` charged to the basic pool, or ``None`` if it does not fit."""
+    if not (_le(epsilon_i, s.eps_pool) and _le(delta_i, s.delta_pool)):
+        return None
+    return replace(s, eps_pool=max(s.eps_pool - epsilon_i, 0.0),
+                   delta_pool=max(s.delta_pool - delta_i, 0.0),
+                   eps_charged=s.eps_charged + epsilon_i,
+                   delta_charged=s.delta_charged + delta_i)
+
+
+def _from_gaussian(s, m2, delta_i):
+    """``m2`` from the Gaussian pool and ``delta_i`` from the basic delta, or ``None``."""
+    if not (_le(m2, s.mu2_pool) and _le(delta_i, s.delta_pool)):
+        return None
+    return replace(s, mu2_pool=max(s.mu2_pool - m2, 0.0),
+                   delta_pool=max(s.delta_pool - delta_i, 0.0),
+                   mu2_charged=s.mu2_charged + m2,
+                   delta_charged=s.delta_charged + delta_i)
 
 
 def filter_replay(epsilon, delta, spends):

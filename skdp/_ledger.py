@@ -52,7 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._budget import PrivacyBudget
-from ._filter import FilterState, GaussianCurve, filter_charge, filter_replay, filter_spent
+from ._filter import _RTOL, FilterState, GaussianCurve, filter_charge, filter_replay, filter_spent
 from ._validation import check_epsilon_delta, check_positive_finite
 from .exceptions import BudgetExceededError, LedgerFileError
 
@@ -63,12 +63,6 @@ __all__ = [
     "LedgerFileError",
     "compose_heterogeneous",
 ]
-
-# relative slack of the budget check, the same as PrivacyBudget.covers: it
-# lets ten spends of 0.1 fill a budget of 1.0 despite rounding, and can never
-# overspend by more than one part in 10^12.
-_RTOL = 1e-12
-
 
 @dataclass(frozen=True)
 class SpendRecord:
@@ -216,6 +210,11 @@ def _as_curve(curve):
     raise TypeError(f"curve must be a skdp._filter.GaussianCurve or None, got {curve!r}.")
 
 
+def _replay(records, total_eps, total_delta):
+    """The filter state after the ledger's records (:func:`skdp._filter.filter_replay`)."""
+    return filter_replay(total_eps, total_delta, ((r.epsilon, r.delta, r.curve) for r in records))
+
+
 def _accepts(composition, records, budget, curve, total_eps, total_delta, state=None):
     """The acceptance rule of a ledger for one more spend, given its records.
 
@@ -228,8 +227,7 @@ def _accepts(composition, records, budget, curve, total_eps, total_delta, state=
         spent_delta = math.fsum(r.delta for r in records)
         return True if _fits(spent_eps, spent_delta, budget, total_eps, total_delta) else None
     if state is None:
-        state = filter_replay(total_eps, total_delta,
-                              ((r.epsilon, r.delta, r.curve) for r in records))
+        state = _replay(records, total_eps, total_delta)
     new, _ = filter_charge(state, budget.epsilon, budget.delta, curve, total_eps)
     return new
 
@@ -238,8 +236,7 @@ def _spent(composition, records, total_eps, total_delta):
     if composition == "basic":
         return PrivacyBudget(math.fsum(r.epsilon for r in records),
                              math.fsum(r.delta for r in records))
-    state = filter_replay(total_eps, total_delta,
-                          ((r.epsilon, r.delta, r.curve) for r in records))
+    state = _replay(records, total_eps, total_delta)
     basic = _spent("basic", records, total_eps, total_delta)
     if state.mu2_charged <= 0:  # every spend was charged to the basic pool: exact sums
         return basic
