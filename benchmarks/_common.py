@@ -45,3 +45,31 @@ def write_csv(name, header, rows):
             w.writerow(header)
             w.writerows(rows)
     return path
+
+
+def unit_rows(X):
+    """Rows scaled to Euclidean norm 1 (public, row-wise: ``data_norm = 1``)."""
+    import numpy as np
+
+    return X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
+
+
+def classification_tables(quick=False):
+    """The two binary tables of the selection and peer benchmarks, unit rows, 75/25 split.
+
+    Synthetic ``make_classification`` (4000 x 10 with ``quick``, else 20000 x 20) and
+    scikit-learn's breast cancer (standardised on the training split, non-private
+    preprocessing). Yields ``(name, X_train, X_test, y_train, y_test)``.
+    """
+    from sklearn.datasets import load_breast_cancer, make_classification
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    n, d, k = (4000, 10, 5) if quick else (20000, 20, 10)
+    X, y = make_classification(n_samples=n, n_features=d, n_informative=k, random_state=0)
+    Xtr, Xte, ytr, yte = train_test_split(unit_rows(X), y, test_size=0.25, random_state=0)
+    yield f"synthetic {n}x{d}", Xtr, Xte, ytr, yte
+    X, y = load_breast_cancer(return_X_y=True)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0)
+    sc = StandardScaler().fit(Xtr)
+    yield "breast_cancer 569x30", unit_rows(sc.transform(Xtr)), unit_rows(sc.transform(Xte)), ytr, yte

@@ -53,8 +53,7 @@ FIELDS = ["dataset", "model", "route", "epsilon", "delta", "accuracy", "accuracy
 MAJORITY = {}  # dataset -> test accuracy of predicting the training majority class (printed only)
 
 
-def _unit(X):
-    return X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
+_unit = _common.unit_rows
 
 
 def datasets(quick=False):

@@ -81,11 +81,10 @@ import warnings
 
 import numpy as np
 import sklearn
-from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits, make_classification
+from sklearn.datasets import load_diabetes, load_digits
 from sklearn.decomposition import PCA
 from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.model_selection import train_test_split
-from sklearn.preprocessing import StandardScaler
 
 import _common  # noqa: E402  (puts the checkout's skdp on sys.path)
 
@@ -115,8 +114,7 @@ def diffprivlib_status():
     return diffprivlib, "ok"
 
 
-def _unit(X):
-    return X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
+_unit = _common.unit_rows
 
 
 class FitTimeout(Exception):
@@ -164,15 +162,7 @@ def _row(task, dataset, library, method, eps, delta, metric, values, t, t_ref, n
 
 
 # ---------------------------------------------------------------- logistic regression
-def logistic_data(quick):
-    n, d, k = (4000, 10, 5) if quick else (20000, 20, 10)
-    X, y = make_classification(n_samples=n, n_features=d, n_informative=k, random_state=0)
-    Xtr, Xte, ytr, yte = train_test_split(_unit(X), y, test_size=0.25, random_state=0)
-    yield f"synthetic {n}x{d}", Xtr, Xte, ytr, yte
-    X, y = load_breast_cancer(return_X_y=True)
-    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0)
-    sc = StandardScaler().fit(Xtr)  # non-private preprocessing, as in bench_classifiers.py
-    yield "breast_cancer 569x30", _unit(sc.transform(Xtr)), _unit(sc.transform(Xte)), ytr, yte
+logistic_data = _common.classification_tables  # non-private preprocessing, as in bench_classifiers.py
 
 
 def bench_logistic(dpl, seeds, quick):

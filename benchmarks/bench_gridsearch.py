@@ -28,9 +28,6 @@ import argparse
 import warnings
 
 import numpy as np
-from sklearn.datasets import load_breast_cancer, make_classification
-from sklearn.model_selection import train_test_split
-from sklearn.preprocessing import StandardScaler
 
 import _common  # noqa: E402  (puts the checkout's skdp on sys.path)
 
@@ -45,19 +42,7 @@ FIELDS = ["dataset", "strategy", "eta", "epsilon", "run_epsilon", "accuracy", "a
           "n_repeats"]
 
 
-def _unit(X):
-    return X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
-
-
-def datasets(quick=False):
-    n, d, k = (4000, 10, 5) if quick else (20000, 20, 10)
-    X, y = make_classification(n_samples=n, n_features=d, n_informative=k, random_state=0)
-    Xtr, Xte, ytr, yte = train_test_split(_unit(X), y, test_size=0.25, random_state=0)
-    yield f"synthetic {n}x{d}", Xtr, Xte, ytr, yte
-    X, y = load_breast_cancer(return_X_y=True)
-    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0)
-    sc = StandardScaler().fit(Xtr)
-    yield "breast_cancer 569x30", _unit(sc.transform(Xtr)), _unit(sc.transform(Xte)), ytr, yte
+datasets = _common.classification_tables
 
 
 def _label(strategy, eta):
