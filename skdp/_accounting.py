@@ -88,10 +88,10 @@ __all__ = [
 def _dp_accounting():
     try:
         import dp_accounting  # noqa: F401
-    except ImportError as exc:  # pragma: no cover - dependency declared in pyproject
+    except ImportError as exc:  # pragma: no cover - the optional extra "dpsgd"
         raise ImportError(
-            "DP-SGD accounting needs the 'dp-accounting' package "
-            "(python3 -m pip install dp-accounting)."
+            "DP-SGD with Poisson subsampling (perturbation='gradient', batch_size < n) needs "
+            "the optional 'dp-accounting' package: python3 -m pip install 'skdp[dpsgd]'."
         ) from exc
     return dp_accounting
 

@@ -44,3 +44,20 @@ def test_data_norm_inferred_warns_and_clipping():
     np.testing.assert_allclose(Xc[1], X[1])
     with pytest.raises(ValueError):
         check_data_norm(X, -1.0)
+
+
+def test_dp_accounting_is_an_extra_named_in_the_error(monkeypatch):
+    """dp-accounting (it pins attrs<24) is the optional extra 'dpsgd', named when missing."""
+    import sys
+
+    from skdp import _accounting
+
+    monkeypatch.setitem(sys.modules, "dp_accounting", None)  # import raises ImportError
+    with pytest.raises(ImportError, match=r"skdp\[dpsgd\]"):
+        _accounting.poisson_gaussian_epsilon(1.0, 0.01, 10, 1e-5)
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    from pathlib import Path
+
+    meta = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]
+    assert not any(dep.startswith("dp-accounting") for dep in meta["dependencies"])
+    assert any(dep.startswith("dp-accounting") for dep in meta["optional-dependencies"]["dpsgd"])
