@@ -1,0 +1,300 @@
+"""Benchmark: fit time and extra peak memory of every estimator at scale, per input kind.
+
+For each input kind and estimator route, a fresh Python process (1 BLAS
+thread through ``threadpoolctl``) builds the input, times the physical floor
+in the same process, then fits once under ``tracemalloc``:
+
+* ``x_floor``: fit time divided by the floor's time. The floor is one
+  ``X.T @ X`` (float64 accumulation; for sparse input the sparse product
+  ``X.T @ X``) for PrivatePCA, PrivateOLS and PrivateRandomProjection, and
+  scikit-learn's ``LogisticRegression(solver="lbfgs")`` on the same data for
+  the classifiers (dense and sparse inputs only; on the memmap the classifiers'
+  floor is one ``X.T @ X`` too, marked ``xtx``).
+* ``mem_x_input``: the peak of the memory traced during ``fit`` (numpy and
+  scipy register their buffers with ``tracemalloc``) divided by the bytes of
+  the input (``nbytes`` of the array, of ``data + indices + indptr`` for CSR,
+  of the file for the memmap). Inputs are built before tracing starts. For
+  the dask rows the input lives on the workers and the figure is the client's
+  peak divided by the array's bytes (target: independent of n).
+* ``status``: ``ok``, the exception's class name, or ``timeout``.
+
+Targets of issue 14: PCA / OLS / RP fit <= 1.3 x_floor and extra memory <=
+0.1x input (+ O(d^2)); ERM output/objective <= 1.0x scikit-learn
+``LogisticRegression``, gradient route (default steps) <= 10x, ERM memory <=
+0.3x input; the 10M x 100 float32 memmap fits for every estimator; CSR 1M x
+10 000 at 0.1% density fits in memory proportional to nnz; dask client memory
+independent of n.
+
+Inputs (``--quick``: every size divided so that the whole run takes about a
+minute): dense 1M x 100 float64, dense 1M x 100 float32, a 10M x 100 float32
+``np.memmap`` (4 GB file in a temporary directory, read through the page
+cache), CSR 1M x 10 000 at 0.1% density, and a dask array 2M x 50 on a
+``dask.distributed.LocalCluster`` (2 worker processes; skipped when dask is
+not installed: ``pip install 'skdp[dask]'``). Rows have norm at most 1 and
+``data_norm=1``, ``label_bound=1`` and ``classes`` are given (public bounds).
+
+Writes ``benchmarks/results/scale.csv`` with columns ``input, estimator,
+n, d, fit_s, floor_s, floor, x_floor, mem_x_input, status``.
+
+Run: ``python3 benchmarks/bench_scale.py [--quick] [--only KIND ...]
+[--estimators NAME ...] [--timeout S]``.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import _common  # noqa: E402  (puts the checkout's skdp on sys.path)
+
+ESTIMATORS = ["PCA", "OLS ssp", "OLS adassp", "OLS sketch", "RandomProjection",
+              "LR output", "LR objective", "LR gradient"]
+#: estimators that accept dask arrays (the ERM routes need an in-memory or memmapped array)
+DASK_ESTIMATORS = ["PCA", "OLS ssp", "OLS adassp", "OLS sketch", "RandomProjection"]
+
+
+def kinds(quick):
+    """``{name: (kind, n, d, extra)}`` of the inputs measured."""
+    s = 50 if quick else 1
+    return {
+        f"dense {1_000_000 // s} x 100 f64": ("dense64", 1_000_000 // s, 100, None),
+        f"dense {1_000_000 // s} x 100 f32": ("dense32", 1_000_000 // s, 100, None),
+        f"memmap {10_000_000 // (5 * s)} x 100 f32": ("memmap32", 10_000_000 // (5 * s), 100, None),
+        f"CSR {1_000_000 // s} x {10_000 // (10 if quick else 1)} 0.1%": (
+            "csr", 1_000_000 // s, 10_000 // (10 if quick else 1), 0.001 if not quick else 0.01),
+        f"dask {2_000_000 // s} x 50": ("dask", 2_000_000 // s, 50, None),
+    }
+
+
+# ---------------------------------------------------------------------------
+# child process: one (input, estimator) measurement
+# ---------------------------------------------------------------------------
+def _labels(X, rng):
+    import numpy as np
+
+    w = rng.standard_normal(X.shape[1])
+    z = X @ w.astype(X.dtype) if not hasattr(X, "tocsr") else X @ w
+    z = np.asarray(z, dtype=float).ravel()
+    y_cls = (z + 0.1 * rng.standard_normal(z.size) > 0).astype(int)
+    y_reg = np.clip(z / max(np.abs(z).max(), 1e-12), -1.0, 1.0)
+    return y_cls, y_reg
+
+
+def _dense(n, d, dtype, rng, out=None):
+    import numpy as np
+
+    X = np.empty((n, d), dtype=dtype) if out is None else out
+    step = 100_000
+    for i in range(0, n, step):
+        blk = rng.standard_normal((min(step, n - i), d))
+        blk /= np.sqrt(d) * 1.2  # norms about 0.83; a few rows above 1 get clipped
+        X[i:i + len(blk)] = blk
+    return X
+
+
+def _build(kind, n, d, extra, tmpdir):
+    import numpy as np
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    if kind == "dense64":
+        X = _dense(n, d, np.float64, rng)
+        return X, X.nbytes
+    if kind == "dense32":
+        X = _dense(n, d, np.float32, rng)
+        return X, X.nbytes
+    if kind == "memmap32":
+        path = os.path.join(tmpdir, "X.f32")
+        X = np.memmap(path, dtype=np.float32, mode="w+", shape=(n, d))
+        _dense(n, d, np.float32, rng, out=X)
+        X.flush()
+        del X
+        X = np.memmap(path, dtype=np.float32, mode="r", shape=(n, d))
+        return X, os.path.getsize(path)
+    if kind == "csr":
+        X = sp.random(n, d, density=extra, format="csr", random_state=rng, dtype=np.float64)
+        norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+        X = sp.diags(1.0 / np.maximum(norms, 1.0)) @ X
+        X = X.tocsr()
+        return X, X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
+    raise ValueError(kind)
+
+
+def _estimator(name):
+    import numpy as np
+
+    from skdp import PrivateLogisticRegression, PrivateOLS, PrivatePCA, PrivateRandomProjection
+
+    common = dict(epsilon=1.0, delta=1e-6, data_norm=1.0, random_state=0)
+    if name == "PCA":
+        return PrivatePCA(n_components=5, **common), False
+    if name.startswith("OLS"):
+        return PrivateOLS(method=name.split()[1], label_bound=1.0, **common), "reg"
+    if name == "RandomProjection":
+        return PrivateRandomProjection(n_components=10, **common), False
+    route = name.split()[1]
+    return PrivateLogisticRegression(perturbation=route, classes=np.array([0, 1]), **common), "cls"
+
+
+def _floor(name, X, y_cls):
+    """(seconds, label) of the physical floor for ``name`` on ``X``."""
+    import numpy as np
+
+    def xtx():
+        if hasattr(X, "tocsr"):
+            return X.T @ X
+        step = 200_000
+        G = np.zeros((X.shape[1], X.shape[1]))
+        for i in range(0, X.shape[0], step):  # memmaps larger than RAM stay possible
+            b = np.asarray(X[i:i + step])
+            G += b.T @ b
+        return G
+
+    if name.startswith("LR") and not isinstance(X, np.memmap):
+        from sklearn.linear_model import LogisticRegression
+
+        t0 = time.perf_counter()
+        LogisticRegression(solver="lbfgs").fit(X, y_cls)
+        return time.perf_counter() - t0, "sklearn LR"
+    t0 = time.perf_counter()
+    xtx()
+    return time.perf_counter() - t0, "xtx"
+
+
+def child(spec):
+    """Measure one (input, estimator) pair; print one JSON line."""
+    import tracemalloc
+    import warnings
+
+    import numpy as np
+    from threadpoolctl import threadpool_limits
+
+    kind, n, d, extra, name = spec["kind"], spec["n"], spec["d"], spec["extra"], spec["estimator"]
+    warnings.simplefilter("ignore")
+    out = dict(fit_s=None, floor_s=None, floor="", mem_x_input=None, status="ok")
+    with threadpool_limits(1), tempfile.TemporaryDirectory() as tmpdir:
+        if kind == "dask":
+            return _child_dask(spec, out)
+        X, nbytes = _build(kind, n, d, extra, tmpdir)
+        y_cls, y_reg = _labels(X, np.random.default_rng(1))
+        est, target = _estimator(name)
+        y = {"reg": y_reg, "cls": y_cls}.get(target)
+        out["floor_s"], out["floor"] = _floor(name, X, y_cls)
+        tracemalloc.start()
+        t0 = time.perf_counter()
+        try:
+            est.fit(X, y) if y is not None else est.fit(X)
+        except Exception as e:  # reported in the table
+            out["status"] = type(e).__name__ + ": " + str(e)[:60]
+        out["fit_s"] = time.perf_counter() - t0
+        out["mem_x_input"] = tracemalloc.get_traced_memory()[1] / nbytes
+        tracemalloc.stop()
+    return out
+
+
+def _child_dask(spec, out):
+    import tracemalloc
+
+    import dask.array as da
+    import numpy as np
+    from dask.distributed import Client, LocalCluster
+
+    n, d, name = spec["n"], spec["d"], spec["estimator"]
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster):
+        rng = da.random.default_rng(0)
+        X = rng.standard_normal((n, d), chunks=(100_000, d))
+        X = X / (np.sqrt(d) * 1.2)
+        X = da.clip(X, -1.0 / np.sqrt(d), 1.0 / np.sqrt(d))  # rows of norm <= 1
+        y = da.clip(X[:, 0] * 10.0, -1.0, 1.0)
+        X, y = X.persist(), y.persist()
+        nbytes = n * d * 8
+        t0 = time.perf_counter()
+        (X.T @ X).compute()
+        out["floor_s"], out["floor"] = time.perf_counter() - t0, "dask xtx"
+        est, target = _estimator(name)
+        tracemalloc.start()
+        t0 = time.perf_counter()
+        try:
+            est.fit(X, y) if target == "reg" else est.fit(X)
+        except Exception as e:
+            out["status"] = type(e).__name__ + ": " + str(e)[:60]
+        out["fit_s"] = time.perf_counter() - t0
+        out["mem_x_input"] = tracemalloc.get_traced_memory()[1] / nbytes
+        tracemalloc.stop()
+    return out
+
+
+# ---------------------------------------------------------------------------
+# parent: one fresh process per measurement
+# ---------------------------------------------------------------------------
+def run_child(spec, timeout):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [_common.ROOT, env.get("PYTHONPATH")]))
+    env["OMP_NUM_THREADS"] = env["OPENBLAS_NUM_THREADS"] = env["MKL_NUM_THREADS"] = "1"
+    try:
+        res = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec)],
+                             env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return dict(fit_s=None, floor_s=None, floor="", mem_x_input=None, status="timeout")
+    lines = [ln for ln in res.stdout.splitlines() if ln.startswith("{")]
+    if res.returncode != 0 or not lines:
+        tail = (res.stderr.strip().splitlines() or ["killed"])[-1]
+        return dict(fit_s=None, floor_s=None, floor="", mem_x_input=None,
+                    status=f"crashed ({res.returncode}): {tail[:60]}")
+    return json.loads(lines[-1])
+
+
+def _fmt(v, f):
+    return "" if v is None else format(v, f)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--only", nargs="*", default=None, help="input kinds: dense64 dense32 memmap32 csr dask")
+    p.add_argument("--estimators", nargs="*", default=None)
+    p.add_argument("--timeout", type=float, default=1800.0)
+    p.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.child is not None:
+        print(json.dumps(child(json.loads(args.child))))
+        return
+    try:
+        import dask  # noqa: F401
+        import distributed  # noqa: F401
+        have_dask = True
+    except ImportError:
+        have_dask = False
+    rows = []
+    print("| input | estimator | fit_s | floor | x_floor | mem_x_input | status |")
+    print("|---|---|---|---|---|---|---|")
+    for label, (kind, n, d, extra) in kinds(args.quick).items():
+        if args.only and kind not in args.only:
+            continue
+        if kind == "dask" and not have_dask:
+            print(f"| {label} | (all) | | | | | skipped: dask not installed (pip install 'skdp[dask]') |")
+            continue
+        names = DASK_ESTIMATORS if kind == "dask" else ESTIMATORS
+        for name in names:
+            if args.estimators and name not in args.estimators:
+                continue
+            spec = dict(kind=kind, n=n, d=d, extra=extra, estimator=name)
+            r = run_child(spec, args.timeout)
+            x = (r["fit_s"] / r["floor_s"]) if r["fit_s"] and r["floor_s"] and r["status"] == "ok" else None
+            row = dict(input=label, estimator=name, n=n, d=d, fit_s=_fmt(r["fit_s"], ".3f"),
+                       floor_s=_fmt(r["floor_s"], ".3f"), floor=r["floor"], x_floor=_fmt(x, ".2f"),
+                       mem_x_input=_fmt(r["mem_x_input"], ".3f"), status=r["status"])
+            rows.append(row)
+            print(f"| {label} | {name} | {row['fit_s']} | {row['floor']} {row['floor_s']} | "
+                  f"{row['x_floor']} | {row['mem_x_input']} | {row['status']} |", flush=True)
+    path = _common.write_csv("scale.csv", ["input", "estimator", "n", "d", "fit_s", "floor_s", "floor",
+                                           "x_floor", "mem_x_input", "status"], rows)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
