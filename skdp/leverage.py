@@ -4,8 +4,8 @@ The privacy of a Gaussian random projection ``G D`` of a dataset depends on
 the leverage of the record that differs between neighbours (Lu et al. 2023,
 Theorem 2); appending ``sigma I`` rows bounds every leverage, which is what
 makes the projection differentially private. See
-:mod:`skdp.mechanisms.ndis` for the spectra and ``shared/research/
-seed003_ndis.md`` sections 3-4.
+:mod:`skdp.mechanisms.ndis` for the spectra and sections 3-4 of our review
+notes of Lu et al. (2023).
 
 Regularization bound: which Gram matrix, and the tight form
 --------------------------------------------------------------

@@ -8,7 +8,7 @@ Privacy of Gaussian noise
 For a mean shift ``d`` between neighbouring outputs and independent noise
 ``N(0, diag(sigma_i^2))``, the privacy loss is the same as that of a
 one-dimensional Gaussian pair with separation ``mu = ||d / sigma||_2``
-(Balle & Wang 2018, Lemma 3/Thm 8; seed 002, Lemma 3). Such a pair is
+(Balle & Wang 2018, Lemma 3/Thm 8; Muthukrishnan & Kalyani 2023, Lemma 3). Such a pair is
 (epsilon, delta)-DP **iff**
 
     delta >= Phi(mu/2 - epsilon/mu) - e^epsilon * Phi(-mu/2 - epsilon/mu)   (*)
@@ -81,8 +81,8 @@ def analytic_gaussian_mu(epsilon, delta, rtol=1e-12):
     ``gaussian_delta(mu0, epsilon) <= delta`` always holds and the relative
     error is below ``rtol``.
 
-    Oracles (seed 002, section 8.0): ``mu0(0.5, 1e-6) = 0.124106``;
-    (seed 003) ``1/mu0(1, 1e-5) = 3.7306``.
+    Oracles (Muthukrishnan & Kalyani 2023, section 8.0): ``mu0(0.5, 1e-6) = 0.124106``;
+    (Lu et al. 2023) ``1/mu0(1, 1e-5) = 3.7306``.
     """
     epsilon, delta = float(epsilon), float(delta)
     if not (epsilon > 0 and 0 < delta < 1):
@@ -266,7 +266,7 @@ class AnalyticGaussian(_IIDGaussian):
 
 
 class InidGaussian(GridRelease, Mechanism):
-    """Gaussian noise with optimal non-identical scales (seed 002, Theorem 4).
+    """Gaussian noise with optimal non-identical scales (Muthukrishnan & Kalyani 2023, Theorem 4).
 
     Given a sensitivity profile ``lambda`` (``|d_i| <= lambda_i`` for every
     replace-one difference ``d``), any scales with
@@ -283,7 +283,7 @@ class InidGaussian(GridRelease, Mechanism):
     all ``w_i = 1`` (the weighted form is derived here, not in the paper).
     Coordinates with ``lambda_i = 0`` do not depend on the data and get no
     noise. The condition is sufficient for any query; it is tight only when
-    coordinates are decoupled (seed 002, section 9.1), so ``"auto"`` compares
+    coordinates are decoupled (Muthukrishnan & Kalyani 2023, section 9.1), so ``"auto"`` compares
     it with i.i.d. noise calibrated to the query's l2 sensitivity.
     """
 

@@ -5,7 +5,7 @@ Gaussians, evaluated exactly, and its closed forms for the mechanisms of
 Lu, Magdon-Ismail, Wei & Zikas (2023) "The Normal Distributions
 Indistinguishability Spectrum and its Application to Privacy-Preserving
 Machine Learning" (arXiv:2309.01243v3; research note
-``shared/research/seed003_ndis.md``).
+our review notes of Lu et al. (2023)).
 
 Definitions
 -----------
@@ -271,7 +271,7 @@ def ndis_delta(mu1, S1, mu2, S2, epsilon, *, order="both"):
     References
     ----------
     Lu et al. (2023), Theorem 1; generalized chi-square evaluation derived in
-    ``shared/research/seed003_ndis.md`` section 2.3.
+    our review notes of Lu et al. (2023) section 2.3.
     """
     mu1, S1, mu2, S2 = _check_pair(mu1, S1, mu2, S2)
     epsilon = float(epsilon)

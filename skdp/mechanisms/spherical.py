@@ -7,10 +7,10 @@ Two published mechanisms add noise of the form::
 to an ``M``-dimensional statistic (``M`` = number of released coordinates):
 
 * **R1SMG** (Ji & Li, "Less is More: Revisiting the Gaussian Mechanism for
-  Differential Privacy", USENIX Security 2024; seed 000), ``s = sqrt(sigma_*)``;
+  Differential Privacy", USENIX Security 2024), ``s = sqrt(sigma_*)``;
 * **product noise** (Liu, Ji, Fang, Wei & Li, "Privacy Loss of Noise
   Perturbation via Concentration Analysis of A Product Measure", SIGMOD 2026;
-  seed 004), ``s = sigma_M``.
+  Liu et al. 2026), ``s = sigma_M``.
 
 Both are implemented here *faithfully to their papers* (calibration,
 validity conditions, sampling), so that the papers' utility numbers can be
@@ -34,8 +34,8 @@ with ``r1 = ||y - f(D)||`` and ``r2 = ||y - f(D')||`` is therefore
 
     L(y) = (r2^2 - r1^2) / (2 s^2) + (M - 1) ln(r2 / r1).
 
-Both papers' proofs keep only the first term (seed 000 note section 7.1:
-Theorem 5 conditions on the secret direction; seed 004 note section 1.6:
+Both papers' proofs keep only the first term (our review of Ji & Li 2024, section 7.1:
+Theorem 5 conditions on the secret direction; our review of Liu et al. 2026, section 1.6:
 Proposition 3 drops the polar Jacobian ``||u||^(M-1)``). The second term is
 of order one whenever ``r1 - r2`` is of order ``Delta_2``, so the true
 delta at the claimed epsilon is of order 0.1-0.7, not 1e-5. The event
@@ -54,7 +54,7 @@ product_noise  M=50, eps=1, k=32000   9.0e-6         0.53        >= 0.51 (audit)
 =============  =====================  =============  ==========  =================
 
 "true delta" is a Monte Carlo estimate (2e6 draws) of the exact hockey-stick
-divergence ``E[max(0, 1 - exp(eps - L))]`` (seed 000 note, Appendix Z).
+divergence ``E[max(0, 1 - exp(eps - L))]`` (our review of Ji & Li 2024, Appendix Z).
 """
 
 import numpy as np
@@ -165,7 +165,7 @@ def spherical_ball_delta(scale, n_dims, l2_sensitivity, epsilon, radius=None):
         P_D(B) - e^epsilon P_D'(B),
 
     a **lower bound on the true delta** at ``epsilon`` of the mechanism
-    ``f + scale |z| v`` (any event gives one). Here (seed 000 note section
+    ``f + scale |z| v`` (any event gives one). Here (our review of Ji & Li 2024, section
     7.1, ball test)
 
     * ``P_D(B) = P(scale |z| <= rho) = 2 Phi(rho / scale) - 1`` (closed form);
@@ -223,7 +223,7 @@ def spherical_ball_delta(scale, n_dims, l2_sensitivity, epsilon, radius=None):
 
 
 # ---------------------------------------------------------------------------
-# R1SMG (seed 000)
+# R1SMG (Ji & Li 2024)
 # ---------------------------------------------------------------------------
 def r1smg_log_psi(n_dims, delta):
     """``log psi`` of Ji & Li (2024), Theorem 5, in log space.
@@ -280,7 +280,7 @@ class R1SMG(Mechanism):
     budget of the R1SMG mechanism be upper bounded by 1/M of that of the
     classic Gaussian mechanism, i.e., 1/M"; the introduction states
     ``0 < epsilon < 1/M``). Theorem 5 itself omits the cap; following the
-    seed 000 note (section 7.3, "enforce 0 < epsilon < 1/M if you claim
+    our review of Ji & Li 2024 (section 7.3, "enforce 0 < epsilon < 1/M if you claim
     per-paper R1SMG") it is enforced here, so that every setting accepted is
     one the paper itself would accept.
 
@@ -295,7 +295,7 @@ class R1SMG(Mechanism):
     direction and has the density (D) of the module docstring, singular at
     0; the proof's likelihood ratio of two conditional densities on
     different lines is not the likelihood ratio of the output. At the
-    paper's own calibration the true delta is 0.2-0.4 (seed 000 note,
+    paper's own calibration the true delta is 0.2-0.4 (our review of Ji & Li 2024,
     section 7.1 and Appendix Z), and the ball event gives
     ``delta_true >= 0.28 sqrt(epsilon psi)`` for *every* epsilon
     (:func:`spherical_ball_delta`).
@@ -313,7 +313,7 @@ class R1SMG(Mechanism):
     ...     warnings.simplefilter("ignore")
     ...     spec = calibrate(Query(shape=(89, 89), l2_sensitivity=2 ** 0.5), 1e-5, 1e-7,
     ...                      mechanism="r1smg")
-    >>> round(spec.params["sigma_star"], 1)  # Uber case study (seed 000 note 5.1)
+    >>> round(spec.params["sigma_star"], 1)  # Uber case study (our review of Ji & Li 2024, 5.1)
     402110.1
     """
 
@@ -323,8 +323,8 @@ class R1SMG(Mechanism):
     failure = (
         "Theorem 5 of Ji & Li (2024) conditions on the secret random direction; the released "
         "noise is spherically symmetric with a density singular at 0, and at the paper's "
-        "calibration the true delta is about 0.2-0.4 (Monte Carlo, seed 000 note section 7.1; "
-        "at M=50, epsilon=0.019 < 1/M, claimed delta=1e-5: true delta 0.40, certified "
+        "calibration the true delta is about 0.2-0.4 (Monte Carlo, our review of Ji & Li 2024, "
+        "section 7.1; at M=50, epsilon=0.019 < 1/M, claimed delta=1e-5: true delta 0.40, certified "
         ">= 0.38 by skdp.audit at 95% confidence), not the claimed delta."
     )
 
@@ -373,7 +373,7 @@ class R1SMG(Mechanism):
 
 
 # ---------------------------------------------------------------------------
-# product noise (seed 004)
+# product noise (Liu et al. 2026)
 # ---------------------------------------------------------------------------
 def _log_t2(n_dims, log_k):
     m = float(n_dims)
@@ -553,7 +553,7 @@ class ProductNoise(Mechanism):
     ``||u||^(M-1)``; the true density (D) of the module docstring is
     singular at 0. Direct simulation at Theorem 8's ``sigma_M`` finds a true
     delta of 0.2 (epsilon = 0.1) to 0.74 (epsilon = 1) for M from 100 to
-    47236 (seed 004 note, section 1.6).
+    47236 (our review of Liu et al. 2026, section 1.6).
 
     Parameters
     ----------
@@ -581,8 +581,8 @@ class ProductNoise(Mechanism):
     failure = (
         "Proposition 3 of Liu et al. (2026) drops the polar-coordinate Jacobian, so the "
         "released noise has a density singular at 0; at Theorem 8's calibration the true delta "
-        "is about 0.2 (epsilon=0.1) to 0.74 (epsilon=1) (Monte Carlo, seed 004 note section "
-        "1.6; at M=50, epsilon=1, claimed delta 9e-6 from Algorithm 1: true delta 0.53, "
+        "is about 0.2 (epsilon=0.1) to 0.74 (epsilon=1) (Monte Carlo, our review of Liu et al. "
+        "2026, section 1.6; at M=50, epsilon=1, claimed delta 9e-6 from Algorithm 1: true delta 0.53, "
         "certified >= 0.51 by skdp.audit at 95% confidence), not the claimed delta."
     )
 
