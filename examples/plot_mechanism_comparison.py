@@ -184,7 +184,7 @@ save(fig, "mechanism_comparison_b_profile.png")
 # The query is ``X^T X`` for ``n = 10^4`` rows with ``||x|| <= 1``: a
 # symmetric ``d x d`` matrix with replace-one Frobenius sensitivity
 # ``sup ||x x^T - y y^T||_F = sqrt(2)`` and ``gamma = sup ||X^T X||_F = n``.
-# MVG's sufficient conditions (seed 001, Theorems 2 and 3) depend on
+# MVG's sufficient conditions (Chanyaswad et al. 2018, Theorems 2 and 3) depend on
 # ``gamma``, i.e. on the size of the statistic rather than on how much one
 # record can move it; its noise is orders of magnitude larger. Shown at
 # epsilon = 1, delta = 1e-5.
