@@ -26,7 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import blas
 
-__all__ = ["AugmentedRows", "clipped_gram", "max_row_norm", "default_chunk_rows"]
+__all__ = ["AugmentedRows", "clipped_gram", "max_row_norm", "default_chunk_rows", "check_unit_sample_weight"]
 
 #: matrix entries of the float64 chunk buffer held at once (2 MiB: the chunk stays in cache;
 #: measured fastest of 2^17..2^20 for d = 100 with one BLAS thread)
@@ -185,8 +185,10 @@ class AugmentedRows:
         scaled), ``E`` a small dense ``m x n_extra`` buffer. The yielded
         arrays are overwritten by the next chunk.
         """
-        if chunk_rows is not None:
+        if chunk_rows is not None and self.sparse:
             rows = max(1, int(chunk_rows))
+        elif chunk_rows is not None:  # an upper bound: larger chunks fall out of cache
+            rows = max(1, min(int(chunk_rows), default_chunk_rows(self.k)))
         elif self.sparse:  # about SPARSE_CHUNK_NNZ stored values per chunk
             rows = max(1, int(SPARSE_CHUNK_NNZ * self.n // max(self.X.nnz, 1)))
         else:
@@ -223,6 +225,22 @@ class AugmentedRows:
             E = B[:, self.d:]
             self._fill_extra(E, start, stop)
             yield start, Xpart, E
+
+
+def as_rows(X):
+    """``X`` itself if it is an :class:`AugmentedRows`, else the unclipped rows of ``X``."""
+    return X if isinstance(X, AugmentedRows) else AugmentedRows(X)
+
+
+def materialize(rows):
+    """The augmented rows as one dense float64 array (a full copy: only for routes that need it)."""
+    rows = as_rows(rows)
+    out = np.empty((rows.n, rows.k))
+    for start, Xpart, E in rows.chunks():
+        m = Xpart.shape[0]
+        out[start:start + m, :rows.d] = Xpart.toarray() if sp.issparse(Xpart) else Xpart
+        out[start:start + m, rows.d:] = E
+    return out
 
 
 def _syrk_into(G, B):
@@ -275,7 +293,10 @@ def clipped_gram(X, data_norm, *, y=None, label_bound=None, intercept=None, samp
     sample_weight : ndarray of shape (n,) or None
         Non-negative weights (validated by the caller).
     chunk_rows : int or None
-        Rows per chunk (default: a buffer of about ``2^18`` float64 entries).
+        Upper bound on the rows per chunk of a dense input (the default and
+        the cap: a buffer of about ``2^18`` float64 entries, which stays in
+        cache); the rows per chunk of a sparse input (default: about
+        ``2^20`` stored values).
 
     Returns
     -------
@@ -314,3 +335,40 @@ def max_row_norm(X, chunk_rows=None):
         if norms.size:
             best = max(best, float(norms.max()))
     return best
+
+
+def check_unit_sample_weight(sample_weight, X, estimator=None):
+    """Validate per-record weights against their public bound ``[0, 1]``.
+
+    Returns None for ``sample_weight=None``, else a float64 array of shape
+    ``(n_samples,)`` (a copy: the caller's array is never modified).
+    Weights are per-record data with the public bound ``[0, 1]``: a weight
+    outside it (or not finite) is a format error of the data, reported
+    before any budget is charged and without any value in the message.
+    An all-zero weight vector is accepted (refusing it would reveal a
+    property of the private weights).
+    """
+    if sample_weight is None:
+        return None
+    import inspect
+
+    from sklearn.utils.validation import _check_sample_weight
+
+    who = f"{type(estimator).__name__}: " if estimator is not None else ""
+    kwargs = {"dtype": np.float64, "copy": True}
+    params = inspect.signature(_check_sample_weight).parameters
+    if "allow_all_zero_weights" in params:
+        kwargs["allow_all_zero_weights"] = True
+    try:
+        w = _check_sample_weight(sample_weight, X, **kwargs)
+    except ValueError as exc:
+        if "finite" in str(exc).lower() or "nan" in str(exc).lower() or "inf" in str(exc).lower():
+            raise ValueError(f"{who}sample_weight must be finite and lie in [0, 1].") from None
+        raise
+    inside = np.isfinite(w) & (w >= 0.0) & (w <= 1.0)
+    if not np.all(inside):
+        raise ValueError(
+            f"{who}sample_weight must lie in [0, 1] (the public bound under which a weighted "
+            "record moves every statistic by at most what an unweighted one does); rescale the "
+            "weights by a public constant, e.g. divide by a public upper bound.")
+    return w
