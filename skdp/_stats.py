@@ -52,12 +52,15 @@ def _safe_norms(sq, peak_of_bad):
 
 
 def _dense_norms(B):
-    """Row norms of a float64 2-D array (no copy; overflow-safe like ``row_norms``)."""
+    """Row norms of a float 2-D array, accumulated in float64 (no copy; overflow-safe)."""
     with np.errstate(over="ignore", invalid="ignore"):
-        sq = np.einsum("ij,ij->i", B, B)
+        if B.dtype == np.float64:
+            sq = np.einsum("ij,ij->i", B, B)
+        else:  # float32: squares exact in float64, summed in float64
+            sq = np.einsum("ij,ij->i", B, B, dtype=np.float64)
 
     def rescue(bad):
-        rows = B[bad]
+        rows = np.asarray(B[bad], dtype=np.float64)
         peak = np.max(np.abs(rows), axis=1)
         safe = np.where(peak > 0, peak, 1.0)
         return peak * np.linalg.norm(rows / safe[:, None], axis=1)
@@ -175,7 +178,7 @@ class AugmentedRows:
             if sw is not None:
                 col *= sw
 
-    def chunks(self, chunk_rows=None):
+    def chunks(self, chunk_rows=None, post_scale=None):
         """Yield ``(start, Xpart, E)`` per chunk of rows, in order.
 
         Dense input: ``Xpart`` and ``E`` are the two column blocks of one
@@ -183,7 +186,9 @@ class AugmentedRows:
         ``B[:, d:]``), and ``B`` itself is available as ``self.buffer[:m]``.
         Sparse input: ``Xpart`` is a float64 CSR chunk (stored values
         scaled), ``E`` a small dense ``m x n_extra`` buffer. The yielded
-        arrays are overwritten by the next chunk.
+        arrays are overwritten by the next chunk. ``post_scale`` (dense only):
+        a public constant multiplied into every augmented row in the same pass
+        (the grid sketch's quantisation factor).
         """
         if chunk_rows is not None and self.sparse:
             rows = max(1, int(chunk_rows))
@@ -218,12 +223,24 @@ class AugmentedRows:
             stop = min(start + rows, self.n)
             B = B_buf[:stop - start]
             Xpart = B[:, :self.d]
-            np.copyto(Xpart, self.X[start:stop])  # float32 chunks upcast here, one chunk at a time
+            src = self.X[start:stop]
+            f = None
             if self.data_norm is not None or self.sqrt_w is not None:
-                norms = _dense_norms(Xpart) if self.data_norm is not None else None
-                Xpart *= self._row_factor(norms, start, stop)[:, None]
+                # norms read from the source (float64 accumulation for float32)
+                norms = _dense_norms(src) if self.data_norm is not None else None
+                f = self._row_factor(norms, start, stop)
+            if post_scale is not None:
+                f = post_scale if f is None else f * post_scale
+            if f is None:
+                np.copyto(Xpart, src)  # float32 chunks upcast here, one chunk at a time
+            elif np.ndim(f) == 0:
+                np.multiply(src, f, out=Xpart)
+            else:  # clip (and weight) in the same pass as the upcast copy
+                np.multiply(src, f[:, None], out=Xpart)
             E = B[:, self.d:]
             self._fill_extra(E, start, stop)
+            if post_scale is not None and E.shape[1]:
+                E *= post_scale
             yield start, Xpart, E
 
 

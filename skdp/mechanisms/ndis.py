@@ -71,7 +71,7 @@ from scipy.integrate import IntegrationWarning, quad
 from scipy.special import gammaincc, gammaln, logsumexp, ndtr
 from scipy.stats import chi2, norm
 
-from .._stats import _syrk_into, _symmetrize_upper, as_rows, clipped_gram
+from .._stats import _syrk_into, as_rows, clipped_gram
 from .._validation import check_generator
 
 __all__ = [
@@ -911,8 +911,12 @@ def _quantize_factor(data_norm, m):
 
 
 def _quantize_dense(B, factor, lim):
-    """In place: ``B = trunc(B factor)``, then rows with squared norm above ``lim`` shrunk until not."""
-    B *= factor
+    """In place: ``B = trunc(B factor)``, then rows with squared norm above ``lim`` shrunk until not.
+
+    ``factor=None``: ``B`` was already multiplied by the factor.
+    """
+    if factor is not None:
+        B *= factor
     np.trunc(B, out=B)
     while True:  # sums of squares of integers below 2^53: exact in any order
         bad = np.einsum("ij,ij->i", B, B) > lim
@@ -959,7 +963,7 @@ def _integer_gram(X, data_norm, m, chunk_size):
     G = np.zeros((d, d), dtype=np.int64)
     Gc = np.zeros((d, d), order="F")
     p = rows.d
-    for _, Xpart, E in rows.chunks(step):
+    for _, Xpart, E in rows.chunks(step, post_scale=None if rows.sparse else factor):
         Gc[:] = 0.0
         if rows.sparse:
             Xpart, E = _quantize_sparse(Xpart, E, factor, lim)
@@ -967,11 +971,15 @@ def _integer_gram(X, data_norm, m, chunk_size):
             Gc[:p, :p] = XtX
             XtE = np.asarray(Xpart.T @ E)
             Gc[:p, p:], Gc[p:, :p], Gc[p:, p:] = XtE, XtE.T, E.T @ E
+            G += Gc.astype(np.int64)
         else:
             B = rows.buffer[:Xpart.shape[0]]
-            _quantize_dense(B, factor, lim)
-            Gc = _symmetrize_upper(_syrk_into(Gc, B))
-        G += Gc.astype(np.int64)
+            _quantize_dense(B, None, lim)  # the factor was applied in the clipping pass
+            Gc = _syrk_into(Gc, B)  # upper triangle only (the lower one stays 0)
+            G += Gc.astype(np.int64)
+    if not rows.sparse:
+        il = np.tril_indices(d, -1)
+        G[il] = G.T[il]
     return G
 
 
