@@ -142,7 +142,7 @@ def check_data_norm(X, data_norm, *, name="data_norm", estimator=None):
 
     Parameters
     ----------
-    X : ndarray of shape (n_samples, n_features)
+    X : ndarray or scipy.sparse matrix of shape (n_samples, n_features)
     data_norm : float or None
         Public bound on every row's Euclidean norm. ``None`` means: infer the
         largest row norm from ``X`` and emit :class:`~skdp.PrivacyLeakWarning`
@@ -165,8 +165,9 @@ def check_data_norm(X, data_norm, *, name="data_norm", estimator=None):
     """
     if data_norm is not None:
         return check_positive_finite(data_norm, name)
-    norms = row_norms(X)
-    bound = float(norms.max()) if norms.size else 0.0
+    from ._stats import max_row_norm
+
+    bound = max_row_norm(X)  # chunk by chunk (dense, float32, memmap) or on the sparse structure
     _leak_warning(estimator, name, f"{name}_")
     if not np.isfinite(bound) or bound > np.sqrt(np.finfo(np.float64).max):
         raise ValueError(

@@ -10,7 +10,8 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
 from ._budget import PrivacyBudget
-from ._validation import check_data_norm, check_epsilon_delta, clip_rows, public_shape
+from ._stats import AugmentedRows, check_unit_sample_weight
+from ._validation import check_data_norm, check_epsilon_delta, public_shape
 from .exceptions import PrivacyGuaranteeWarning
 from .base import PrivateEstimatorMixin, private_fit
 from .mechanisms.ndis import private_sketch
@@ -175,13 +176,21 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
 
     @private_fit
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, sample_weight=None):
         """Release the DP sketch of X and its top right singular vectors.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            float32 and CSR/CSC input are read chunk by chunk (no full copy,
+            never densified).
         y : ignored
+        sample_weight : array-like of shape (n_samples,) or None
+            Per-record weights in ``[0, 1]`` (public bound; others raise
+            before anything is charged). Record ``i`` enters the sketch as
+            the row ``sqrt(w_i) clip(x_i)``, whose norm is still at most
+            ``data_norm``: the NDIS analysis only uses that bound, so the
+            calibration is unchanged.
 
         Returns
         -------
@@ -194,16 +203,19 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
             n = _num_samples(X)  # raises sklearn's error for inputs that are not array-like
         delta = default_delta(n) if self.delta is None else self.delta
         epsilon, delta = check_epsilon_delta(self.epsilon, delta, require_delta=True)
+        if sample_weight is not None:
+            self._check_public(n, d_public)
+            sample_weight = check_unit_sample_weight(sample_weight, X, self)
         budget, rng = self._start_fit(n, d_public, PrivacyBudget(epsilon, delta))
         self.delta_ = budget.delta
-        X = validate_data(self, X, dtype=np.float64)
+        X = validate_data(self, X, accept_sparse=["csr", "csc"], dtype=[np.float64, np.float32])
         n, d = X.shape
         r = self._sketch_rows(d)
         k = d if self.n_components is None else int(self.n_components)
         data_norm = check_data_norm(X, self.data_norm, estimator=self)
         self.data_norm_ = data_norm
-        X = clip_rows(X, data_norm)
-        S, info = private_sketch(X, r, epsilon, delta, data_norm, rng, chunk_size=self.chunk_size)
+        rows = AugmentedRows(X, data_norm, sample_weight=sample_weight)  # clipped chunk by chunk
+        S, info = private_sketch(rows, r, epsilon, delta, data_norm, rng, chunk_size=self.chunk_size)
         if not info["float_safe"]:
             warn_float_sketch(type(self).__name__)
         self.sigma_ = float(info["sigma"])
@@ -233,8 +245,9 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
         X_new : ndarray of shape (n_samples, n_components)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        return X @ self.components_.T
+        X = validate_data(self, X, reset=False, accept_sparse=["csr", "csc"],
+                          dtype=[np.float64, np.float32])
+        return np.asarray(X @ self.components_.T.astype(X.dtype))
 
     def inverse_transform(self, X):
         """Map projected rows back: ``X @ components_``.
@@ -248,5 +261,12 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
         X_original : ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self)
-        X = np.asarray(X, dtype=np.float64)
-        return X @ self.components_
+        X = np.asarray(X)
+        X = X.astype(X.dtype if X.dtype in (np.float32, np.float64) else np.float64, copy=False)
+        return X @ self.components_.astype(X.dtype)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        tags.input_tags.sparse = True
+        return tags

@@ -59,7 +59,24 @@ def _data(n=2000, d=4, seed=0, R=1.0, shift=0.0):
 # ---------------------------------------------------------------------------
 # scikit-learn API
 # ---------------------------------------------------------------------------
-@parametrize_with_checks([PrivatePCA(), PrivatePCA(n_components=1, centered=True, whiten=True)])
+_SW_ABOVE_ONE = ("weights above 1 are refused: the sensitivity holds for weights in the public "
+                 "range [0, 1] only (a weight of 3 would move the statistic three times as far)")
+_SW_ZERO = ("an all-zero weight vector is accepted on purpose: refusing it would be an error "
+            "decided by the private weights")
+EXPECTED_FAILED = {
+    "check_sample_weights_list": _SW_ABOVE_ONE,
+    "check_sample_weights_not_overwritten": _SW_ABOVE_ONE,
+    "check_sample_weight_equivalence_on_dense_data": _SW_ABOVE_ONE,
+    "check_sample_weight_equivalence_on_sparse_data": _SW_ABOVE_ONE,
+    "check_all_zero_sample_weights_error": _SW_ZERO,
+}
+
+
+def expected_failed_checks(estimator):
+    return EXPECTED_FAILED
+
+
+@parametrize_with_checks([PrivatePCA(), PrivatePCA(n_components=1, centered=True, whiten=True)], expected_failed_checks=expected_failed_checks)
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
@@ -410,3 +427,106 @@ def test_pipeline():
                          LogisticRegression())
     pipe.fit(X, y)
     assert pipe.score(X, y) > 0.9
+
+
+# ---------------------------------------------------------------------------
+# sample weights (weights in [0, 1]), sparse and float32 input
+# ---------------------------------------------------------------------------
+def _weighted_change(params, c):
+    """``n (G - G')`` for rows x, x' in the plane (polar) with weights w, w' (the real domain)."""
+    a, ra, b, rb, w, wp = params
+    x = ra * np.array([np.cos(a), np.sin(a)])
+    xp = rb * np.array([np.cos(b), np.sin(b)])
+    z, zp = np.r_[x, c], np.r_[xp, c]
+    return w * np.outer(z, z) - wp * np.outer(zp, zp)
+
+
+def _numeric_max(f, n_starts=300, seed=0):
+    """Maximise f over angles, radii in [0, 1] and weights in [0, 1] (L-BFGS-B, random starts)."""
+    from scipy.optimize import minimize
+
+    rng = np.random.default_rng(seed)
+    bounds = [(-np.pi, np.pi), (0, 1), (-np.pi, np.pi), (0, 1), (0, 1), (0, 1)]
+    best = 0.0
+    for _ in range(n_starts):
+        x0 = [rng.uniform(lo, hi) for lo, hi in bounds]
+        res = minimize(lambda p: -f(p), x0, method="L-BFGS-B", bounds=bounds)
+        best = max(best, -res.fun)
+    return best
+
+
+@pytest.mark.parametrize("c", [0.0, 1 / np.sqrt(2)])
+def test_weighted_sensitivity_numeric_max(c):
+    """Weights in [0, 1] leave the triangle l2 sensitivity and every profile entry valid;
+    the corner (constant without weights) becomes c^2, which the weighted profile covers."""
+    n, R = 1, 1.0
+    q_w = _gram_query(n, 2, R, c, weighted=True)
+    q_u = _gram_query(n, 2, R, c)
+    iu = np.triu_indices(3 if c else 2)
+    cut = slice(None) if c else slice(0, 2)
+    l2 = _numeric_max(lambda p: np.linalg.norm(_weighted_change(p, c)[cut, cut][iu]))
+    assert l2 <= q_w.l2_sensitivity * (1 + 1e-9)
+    assert l2 == pytest.approx(q_w.l2_sensitivity, rel=1e-6)  # attained at w = w' = 1
+    assert q_w.l2_sensitivity == q_u.l2_sensitivity
+    size = 3 if c else 2
+    for i in range(size):
+        for j in range(i, size):
+            m = _numeric_max(lambda p: abs(_weighted_change(p, c)[i, j]), n_starts=40)
+            assert m <= q_w.sensitivity_profile[i, j] * (1 + 1e-9)
+    if c:
+        corner = _numeric_max(lambda p: abs(_weighted_change(p, c)[2, 2]), n_starts=20)
+        assert corner == pytest.approx(c**2)  # not constant with weights
+        assert q_u.sensitivity_profile[2, 2] == 0.0 and q_w.sensitivity_profile[2, 2] == c**2
+
+
+def test_binary_weights_select_rows():
+    X = _data(n=500, d=3, R=2.0) * 1.5
+    w = (np.arange(500) % 3 == 0).astype(float)
+    c = 1 / np.sqrt(2)
+    G = _clipped_gram(X, 1.0, c, sample_weight=w)
+    G_sub = _clipped_gram(X[w == 1], 1.0, c) * (w.sum() / len(X))
+    np.testing.assert_allclose(G, G_sub, rtol=1e-12, atol=1e-15)
+
+
+class _Recorder:
+    def __init__(self):
+        self.calls = 0
+
+    def spend(self, budget, **kwargs):
+        self.calls += 1
+
+
+@pytest.mark.parametrize("bad", [np.full(20, 1.5), np.full(20, -0.1), np.r_[np.ones(19), np.nan]])
+def test_bad_weights_raise_before_the_charge(bad):
+    acc = _Recorder()
+    X = _data(n=20)
+    with pytest.raises(ValueError, match=r"sample_weight") as exc:
+        PrivatePCA(data_norm=1.0, accountant=acc).fit(X, sample_weight=bad)
+    assert acc.calls == 0
+    assert "1.5" not in str(exc.value) and "-0.1" not in str(exc.value)
+
+
+def test_weighted_mean_is_normalised_by_the_total_weight():
+    X = _data(n=20000, d=3, R=1.0, shift=0.3)
+    w = np.where(X[:, 0] > 0.3, 1.0, 0.25)
+    pca = PrivatePCA(epsilon=5.0, data_norm=1.0, mechanism="analyze_gauss",
+                     random_state=0).fit(X, sample_weight=w)
+    np.testing.assert_allclose(pca.mean_, np.average(X, axis=0, weights=w), atol=0.01)
+
+
+def test_sparse_and_float32_input():
+    import scipy.sparse as sp
+
+    X = _data(n=3000, d=5, R=1.0)
+    X[np.abs(X) < 0.3] = 0.0
+    dense = PrivatePCA(n_components=2, data_norm=1.0, mechanism="analyze_gauss",
+                       random_state=3).fit(X)
+    for Xs in (sp.csr_matrix(X), sp.csc_matrix(X)):
+        est = PrivatePCA(n_components=2, data_norm=1.0, mechanism="analyze_gauss",
+                         random_state=3).fit(Xs)
+        np.testing.assert_allclose(est.components_, dense.components_, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(est.transform(Xs), dense.transform(X), rtol=1e-9, atol=1e-12)
+    X32 = X.astype(np.float32)
+    est = PrivatePCA(n_components=2, data_norm=1.0, random_state=3).fit(X32)
+    assert est.transform(X32).dtype == np.float32
+    assert est.inverse_transform(est.transform(X32)).dtype == np.float32

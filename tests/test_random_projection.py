@@ -13,7 +13,24 @@ from skdp.mechanisms.ndis import gaussian_sketch, ndis_delta, rp_noise_multiplie
 from skdp.random_projection import PrivateRandomProjection
 
 
-@parametrize_with_checks([PrivateRandomProjection(sketch_size=30, random_state=0)])
+_SW_ABOVE_ONE = ("weights above 1 are refused: the sensitivity holds for weights in the public "
+                 "range [0, 1] only (a weight of 3 would move the statistic three times as far)")
+_SW_ZERO = ("an all-zero weight vector is accepted on purpose: refusing it would be an error "
+            "decided by the private weights")
+EXPECTED_FAILED = {
+    "check_sample_weights_list": _SW_ABOVE_ONE,
+    "check_sample_weights_not_overwritten": _SW_ABOVE_ONE,
+    "check_sample_weight_equivalence_on_dense_data": _SW_ABOVE_ONE,
+    "check_sample_weight_equivalence_on_sparse_data": _SW_ABOVE_ONE,
+    "check_all_zero_sample_weights_error": _SW_ZERO,
+}
+
+
+def expected_failed_checks(estimator):
+    return EXPECTED_FAILED
+
+
+@parametrize_with_checks([PrivateRandomProjection(sketch_size=30, random_state=0)], expected_failed_checks=expected_failed_checks)
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
@@ -132,3 +149,60 @@ def test_infers_data_norm_with_warning():
         rp = PrivateRandomProjection(sketch_size=5, random_state=0).fit(X)
     assert rp.data_norm_ == pytest.approx(np.linalg.norm(X, axis=1).max())
     assert rp.data_norm is None
+
+
+# --- sample weights, sparse and float32 input -----------------------------------
+class _Recorder:
+    def __init__(self):
+        self.calls = 0
+
+    def spend(self, budget, **kwargs):
+        self.calls += 1
+
+
+def test_weights_sparse_float32():
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(3000, 4)) / 2
+    X[np.abs(X) < 0.15] = 0.0
+    kw = dict(n_components=2, sketch_size=20, data_norm=1.0, delta=1e-5)
+    ref = PrivateRandomProjection(random_state=4, **kw).fit(X)
+    assert ref.float_safe_
+    ones = PrivateRandomProjection(random_state=4, **kw).fit(X, sample_weight=np.ones(len(X)))
+    np.testing.assert_array_equal(ones.sketch_, ref.sketch_)
+    for Xs in (sp.csr_matrix(X), sp.csc_matrix(X)):
+        est = PrivateRandomProjection(random_state=4, **kw).fit(Xs)
+        np.testing.assert_allclose(est.sketch_, ref.sketch_, rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(est.transform(Xs), ref.transform(X), rtol=1e-6, atol=1e-9)
+    X32 = X.astype(np.float32)
+    est = PrivateRandomProjection(random_state=4, **kw).fit(X32)
+    assert est.transform(X32).dtype == np.float32
+    # a weight of 0 removes the record from the sketch's Gram: the weighted rows stay in the ball
+    w = (np.arange(len(X)) % 2).astype(float)
+    half = PrivateRandomProjection(random_state=4, **kw).fit(X, sample_weight=w)
+    assert half.sigma_ == ref.sigma_  # same public calibration
+    acc = _Recorder()
+    with pytest.raises(ValueError, match="sample_weight"):
+        PrivateRandomProjection(accountant=acc, **kw).fit(X, sample_weight=np.full(len(X), 1.01))
+    assert acc.calls == 0
+
+
+def test_weighted_rows_in_the_grid_gram():
+    from skdp._stats import AugmentedRows
+    from skdp.mechanisms.ndis import _integer_gram, _quantize_rows
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(500, 3))
+    w = rng.uniform(size=500)
+    rows = AugmentedRows(X, 1.0, sample_weight=w)
+    norms = np.linalg.norm(X, axis=1)
+    Xw = X * (np.minimum(1.0, 1.0 / norms) * np.sqrt(w))[:, None]
+    Q = _quantize_rows(Xw, 1.0, 12).astype(np.int64)
+    np.testing.assert_array_equal(_integer_gram(rows, 1.0, 12, 64), Q.T @ Q)
+    import scipy.sparse as sp
+
+    sparse_rows = AugmentedRows(sp.csr_matrix(X), 1.0, sample_weight=w)
+    G_sparse = _integer_gram(sparse_rows, 1.0, 12, 64)
+    assert np.abs(G_sparse - Q.T @ Q).max() <= 3 * 2**12  # a quantised entry may differ by one
+    assert np.all((Q * Q).sum(axis=1) <= 4**12)

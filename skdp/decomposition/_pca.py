@@ -52,6 +52,30 @@ in an l2 ball make this box much larger than the l2 ball of changes
 are coupled (seed 002, section 9.1), so i.n.i.d. noise is valid but worse
 than i.i.d. noise here and ``"auto"`` never picks it.
 
+*Sample weights* (``fit(X, sample_weight=w)``, ``w_i`` in the public
+range [0, 1]). A weighted record contributes ``w z z^T`` (its row scaled by
+``sqrt(w)``), so replacing ``(x, w)`` by ``(x', w')`` changes ``n G`` by
+``D(w, w') = w z z^T - w' z' z'^T``. Every norm of ``D`` (the triangle l2
+norm, the Frobenius norm, each entry's absolute value) is a convex
+function of ``(w, w')`` (a norm of an affine map), so its maximum over
+``[0, 1]^2`` is at a vertex. ``(1, 1)`` is the unweighted case above;
+``(0, 0)`` gives 0; ``(1, 0)`` and ``(0, 1)`` give the norms of one term
+``z z^T``: ``||triu(z z^T)||^2 = (||z||^4 + sum_j z_j^4) / 2
+<= R^4 + R^2 c^2 + c^4`` (``sum_j x_j^4 <= R^4``), which is at most
+``Delta_2^2 n^2 = 2 R^4 + 2 R^2 c^2 + c^4 / 2`` whenever
+``c^4 <= 2 R^4 + 2 R^2 c^2`` (true for the ``c <= R / sqrt(2)`` used here);
+``||z z^T||_F = ||z||^2 <= R^2 + c^2``, below the Frobenius bound above;
+and the entries ``|x_i x_j| <= R^2``, ``|c x_i| <= c R`` stay inside the
+per-entry profile, **except the corner**: ``w c^2 - w' c^2`` ranges over
+``[-c^2, c^2]``, so with weights the corner's profile entry is ``c^2 / n``
+(no longer 0; :func:`_gram_query` with ``weighted=True``). The statistic's
+Frobenius bound ``(1/n) sum_i w_i ||z_i||^2 <= R^2 + c^2`` holds as well.
+With weights the corner estimates the total weight ``W = sum_i w_i`` and
+the mean and covariance are normalised by its noisy value (post-processing,
+floored at 1); with ``centered=True`` no count is released and the second
+moment stays normalised by ``n``. The sensitivities are checked by a
+numeric maximisation over the real domain in ``tests/test_pca.py``.
+
 *Frobenius bound of the statistic* (for ``"mvg"``, seed 001):
 ``||G||_F <= (1/n) sum_i ||z_i||^2 <= R^2 + c^2``.
 
@@ -91,7 +115,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._filter import release_curve
 from ..base import PrivateEstimatorMixin, private_fit
-from .._validation import check_data_norm, check_epsilon_delta, public_shape, row_norms
+from .._stats import check_unit_sample_weight, clipped_gram
+from .._validation import check_data_norm, check_epsilon_delta, public_shape
 from ..mechanisms import Query, calibrate, get_mechanism
 from ..mechanisms.selection import candidates
 
@@ -106,18 +131,17 @@ _MECHANISMS = {
     "r1smg": "r1smg",
 }
 
-#: number of matrix entries of the clipped chunk held in memory at once
-_CHUNK_ELEMENTS = 2**20
-
 #: c / R for centered=False (see the module docstring)
 _MEAN_WEIGHT = 1.0 / np.sqrt(2.0)
 
 
-def _gram_query(n_samples, n_features, data_norm, mean_weight):
+def _gram_query(n_samples, n_features, data_norm, mean_weight, weighted=False):
     """The symmetric query for ``G = Z^T Z / n`` with ``z = (x, c)``.
 
     ``mean_weight`` is ``c`` (0 means no mean column, ``G = X^T X / n``).
-    Sensitivities are derived in the module docstring.
+    Sensitivities are derived in the module docstring. ``weighted``: rows
+    carry weights in [0, 1], so the corner ``sum_i w_i c^2`` is no longer
+    constant and its profile entry is ``c^2 / n`` instead of 0.
     """
     R, c, n, d = float(data_norm), float(mean_weight), n_samples, n_features
     size = d + 1 if c > 0 else d
@@ -125,7 +149,7 @@ def _gram_query(n_samples, n_features, data_norm, mean_weight):
     profile = np.full((size, size), R**2 / n)
     if c > 0:
         profile[:d, d] = profile[d, :d] = 2.0 * c * R / n
-        profile[d, d] = 0.0
+        profile[d, d] = c**2 / n if weighted else 0.0  # constant only without weights
     return Query(
         shape=(size, size),
         l2_sensitivity=l2,
@@ -135,31 +159,19 @@ def _gram_query(n_samples, n_features, data_norm, mean_weight):
     )
 
 
-def _clipped_gram(X, data_norm, mean_weight, chunk_elements=_CHUNK_ELEMENTS):
-    """Exact ``G = Z^T Z / n`` of the clipped rows, accumulated in row chunks.
+def _clipped_gram(X, data_norm, mean_weight, chunk_elements=None, sample_weight=None):
+    """Exact ``G = Z^T Z / n`` of the clipped (weighted) rows, by the chunked kernel.
 
-    Memory beyond X is bounded by one clipped chunk of ``chunk_elements``
-    entries plus the (d+1) x (d+1) result.
+    :func:`skdp._stats.clipped_gram` with the mean column ``c`` as its
+    constant column; memory beyond X is one chunk of about
+    ``chunk_elements`` entries (kernel default when None) plus the result.
     """
     n, d = X.shape
-    step = max(1, chunk_elements // max(d, 1))
-    S = np.zeros((d, d))
-    s = np.zeros(d)
-    for start in range(0, n, step):
-        chunk = np.asarray(X[start:start + step], dtype=np.float64)
-        norms = row_norms(chunk)
-        scale = np.minimum(1.0, data_norm / np.maximum(norms, np.finfo(float).tiny))
-        chunk = chunk * scale[:, None]
-        S += chunk.T @ chunk
-        s += chunk.sum(axis=0)
-    S = (S + S.T) / 2.0  # exact symmetry (BLAS may differ in the last bit)
-    if mean_weight == 0:
-        return S / n
     c = float(mean_weight)
-    G = np.empty((d + 1, d + 1))
-    G[:d, :d] = S
-    G[:d, d] = G[d, :d] = c * s
-    G[d, d] = n * c**2
+    k = d + 1 if c != 0 else d
+    rows = None if chunk_elements is None else max(1, int(chunk_elements) // k)
+    G = clipped_gram(X, data_norm, intercept=c if c != 0 else None,
+                     sample_weight=sample_weight, chunk_rows=rows)
     return G / n
 
 
@@ -334,34 +346,43 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
     # ------------------------------------------------------------------
     @private_fit
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, sample_weight=None):
         """Fit the private PCA model on X.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            float32 input is read as float32 (one chunk at a time upcast
+            for the accumulation); CSR/CSC input is never densified.
         y : ignored
+        sample_weight : array-like of shape (n_samples,) or None
+            Per-record weights in ``[0, 1]`` (a public bound: weights outside
+            it raise ``ValueError`` before anything is charged). A weighted
+            record contributes ``w z z^T`` to the statistic; the sensitivity
+            is unchanged (module docstring).
 
         Returns
         -------
         self : PrivatePCA
         """
-        self._fit(X)
+        self._fit(X, sample_weight)
         return self
 
-    def fit_transform(self, X, y=None):
+    def fit_transform(self, X, y=None, sample_weight=None):
         """Fit on X and return its projection (same as ``fit(X).transform(X)``).
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : ignored
+        sample_weight : array-like of shape (n_samples,) or None
+            Weights in ``[0, 1]``, see :meth:`fit`.
 
         Returns
         -------
         X_new : ndarray of shape (n_samples, n_components_)
         """
-        return self.fit(X).transform(X)
+        return self.fit(X, sample_weight=sample_weight).transform(X)
 
     def _check_public(self, n_samples, n_features):
         """Errors decided by the parameters and the shape of X alone."""
@@ -386,24 +407,29 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
                 f"second-moment matrix at epsilon={eps}, delta={delta}: {reason}."
             )
 
-    def _calibrate(self, n, d, R, budget):
+    def _calibrate(self, n, d, R, budget, weighted=False):
         c = 0.0 if self.centered else _MEAN_WEIGHT * R
-        query = _gram_query(n, d, R, c)
+        query = _gram_query(n, d, R, c, weighted=weighted)
         return calibrate(query, budget.epsilon, budget.delta, mechanism=_MECHANISMS[self.mechanism])
 
-    def _fit(self, X):
+    def _fit(self, X, sample_weight=None):
         n_pub, d_pub = public_shape(X)
+        weighted = sample_weight is not None  # public: whether weights are passed
         pre = {}
 
         def curve():  # the release calibrated from public inputs, before the charge
             if self.data_norm is None or not n_pub or not d_pub:
                 return None
             pre["spec"] = self._calibrate(n_pub, d_pub, float(self.data_norm),
-                                          self._privacy_budget())
+                                          self._privacy_budget(), weighted)
             return release_curve([pre["spec"]])
 
+        if weighted:
+            self._check_public(n_pub, d_pub)
+            sample_weight = check_unit_sample_weight(sample_weight, X, self)
         budget, rng = self._start_fit(n_pub, d_pub, curve=curve)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=1)
+        X = validate_data(self, X, accept_sparse=["csr", "csc"], dtype=[np.float64, np.float32],
+                          ensure_min_samples=1)
         n, d = X.shape
         n_components = self.n_components
         R = check_data_norm(X, self.data_norm, estimator=self)
@@ -412,8 +438,9 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
 
         spec = pre.get("spec")
         if spec is None or (n, d) != (n_pub, d_pub):
-            spec = self._calibrate(n, d, R, budget)
-        noisy = spec.privatize(_clipped_gram(X, R, c), random_state=rng)
+            spec = self._calibrate(n, d, R, budget, weighted)
+        noisy = spec.privatize(_clipped_gram(X, R, c, sample_weight=sample_weight),
+                               random_state=rng)
         noisy = (noisy + noisy.T) / 2.0  # post-processing; no-op for symmetric noise
         self.noise_spec_ = spec
 
@@ -422,6 +449,14 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
             mean = np.zeros(d)
             cov = noisy
             dof = n
+        elif weighted:
+            # the corner estimates the total weight W / n: normalise by the noisy W
+            # (floored at 1 record; post-processing of the release)
+            W = max(float(noisy[d, d]) * n / c**2, 1.0)
+            mean = noisy[:d, d] * (n / W) / c
+            cov = noisy[:d, :d] * (n / W) - np.outer(mean, mean)
+            dof = max(W - 1.0, 1.0)
+            cov = cov * (W / dof)
         else:
             mean = noisy[:d, d] / c
             cov = noisy[:d, :d] - np.outer(mean, mean)
@@ -469,10 +504,14 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
         X_new : ndarray of shape (n_samples, n_components_)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
-        Xt = (X - self.mean_) @ self.components_.T
+        X = validate_data(self, X, accept_sparse=["csr", "csc"], dtype=[np.float64, np.float32],
+                          reset=False)
+        V = self.components_.astype(X.dtype, copy=False)
+        # X V^T - mean V^T: no centred (dense) copy of a sparse X
+        Xt = np.asarray(X @ V.T)
+        Xt -= (self.mean_ @ self.components_.T).astype(X.dtype)
         if self.whiten:
-            Xt /= self._whiten_scale()
+            Xt /= self._whiten_scale().astype(X.dtype)
         return Xt
 
     def inverse_transform(self, X):
@@ -487,14 +526,15 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
         X_original : ndarray of shape (n_samples, n_features_in_)
         """
         check_is_fitted(self)
-        X = np.asarray(X, dtype=np.float64)
+        X = np.asarray(X)
+        X = X.astype(X.dtype if X.dtype in (np.float32, np.float64) else np.float64, copy=False)
         if X.ndim != 2 or X.shape[1] != self.n_components_:
             raise ValueError(
                 f"X must have shape (n_samples, {self.n_components_}), got {X.shape}."
             )
         if self.whiten:
-            X = X * self._whiten_scale()
-        return X @ self.components_ + self.mean_
+            X = X * self._whiten_scale().astype(X.dtype)
+        return X @ self.components_.astype(X.dtype) + self.mean_.astype(X.dtype)
 
     def get_covariance(self):
         """Covariance of the probabilistic PCA model built from the private fit.
@@ -519,5 +559,6 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.transformer_tags.preserves_dtype = ["float64"]
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        tags.input_tags.sparse = True
         return tags

@@ -12,13 +12,13 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
 from .._budget import PrivacyBudget
+from .._stats import AugmentedRows, check_unit_sample_weight, clipped_gram, materialize
 from .._filter import release_curve
 from .._validation import (
     check_data_norm,
     check_epsilon_delta,
     _leak_warning,
     check_positive_finite,
-    clip_rows,
     public_shape,
 )
 from ..base import PrivateEstimatorMixin, private_fit
@@ -223,6 +223,28 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         (diabetes: sketch is 1.5% better at eps <= 0.5; synthetic: ssp is
         up to 8% better at eps >= 0.5), and never unstable.
 
+    Sample weights (``fit(X, y, sample_weight=w)``, ``w_i`` in the public
+    range [0, 1]): record ``i`` enters every statistic as the row
+    ``sqrt(w_i) z_i``, so a replacement changes a statistic by
+    ``w f(z) - w' f(z')`` with ``f(z) = z z^T`` (or ``x y``). Its norm is a
+    convex function of ``(w, w')``, maximal at a vertex of ``[0, 1]^2``:
+    ``(1, 1)`` is the unweighted sensitivity above and ``(1, 0)``, ``(0, 1)``
+    give the norm of one term. For "ssp",
+    ``||triu(z z^T)||^2 = (|z|^4 + sum_j z_j^4)/2 <= R^4 + c^4 + B^4 + R^2 c^2
+    + R^2 B^2 + c^2 B^2``, which is below the unweighted value at ``y' = 0``
+    (``v = 0`` in ``_ssp_sensitivity``) by ``R^4 + R^2 c^2 - c^4/2 > 0`` for
+    ``c`` in ``{0, R}``; in particular the intercept-by-intercept entry
+    ``sum_i w_i c^2``, constant without weights, is covered by the l2 bound
+    (it is released with the rest, never assumed constant). For "adassp":
+    (i) ``|lambda_min|`` moves by at most ``max(w |z|^2, w' |z'|^2) <= Lx^2``
+    (Weyl, the spectral norm of a difference of two PSD matrices);
+    (ii) ``||triu(x x^T)||^2 <= R^4 + R^2 c^2 + c^4``, below
+    ``2R^4 + 2c^2R^2 + c^4/2``; (iii) ``|x y| <= Lx B <= 2 Lx B``. "sketch":
+    a weighted row is a row of smaller norm, inside the same bound. So the
+    calibration is unchanged; the vertex values are checked against a
+    numeric maximisation over the real domain (weights included) in
+    ``tests/test_ols.py``.
+
     Parameters
     ----------
     method : {"auto", "sketch", "ssp", "adassp", "ls", "als"}, default="auto"
@@ -330,6 +352,7 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.regressor_tags.poor_score = True
+        tags.input_tags.sparse = True
         return tags
 
     # ------------------------------------------------------------------
@@ -375,15 +398,22 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
 
     @private_fit
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the private linear model.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            float32 and CSR/CSC input are read chunk by chunk (no full copy,
+            never densified) for "ssp", "adassp" and "sketch".
         y : array-like of shape (n_samples,)
             Targets; values outside ``[-label_bound, label_bound]`` are
             clipped to it.
+        sample_weight : array-like of shape (n_samples,) or None
+            Per-record weights in ``[0, 1]`` (public bound; others raise
+            before anything is charged). Record ``i`` enters every statistic
+            as the row ``sqrt(w_i) (clip(x_i), c, clip(y_i))``; the
+            sensitivities are unchanged (see the class docstring).
 
         Returns
         -------
@@ -422,10 +452,15 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                                            epsilon, delta)
             return release_curve(pre["specs"])
 
+        if sample_weight is not None:
+            self._check_public(n, d_public)
+            sample_weight = check_unit_sample_weight(sample_weight, X, self)
         budget, rng = self._start_fit(n, d_public, PrivacyBudget(epsilon, delta), curve=curve)
         self.delta_ = budget.delta
 
-        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
+        X, y = validate_data(self, X, y, accept_sparse=["csr", "csc"], y_numeric=True,
+                             dtype=[np.float64, np.float32])
+        y = np.asarray(y, dtype=np.float64)
         n, p0 = X.shape
         data_norm = check_data_norm(X, self.data_norm, estimator=self)
         self.data_norm_ = data_norm
@@ -440,20 +475,21 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         else:
             lb = check_positive_finite(self.label_bound, "label_bound")
         # labels beyond the public bound are clipped, never trusted nor reported
-        y = np.clip(y, -lb, lb)
         self.label_bound_ = lb
-        X = clip_rows(X, data_norm)
         c = data_norm
-        if self.fit_intercept:
-            X = np.column_stack([X, np.full(n, c)])
-        p = X.shape[1]
+        # the rows z_i = sqrt(w_i) (clip(x_i), c, clip(y_i)), clipped chunk by chunk (no copy of X)
+        Z = AugmentedRows(X, data_norm, y=y, label_bound=lb,
+                          intercept=c if self.fit_intercept else None, sample_weight=sample_weight)
+        p = Z.k - 1
         Lx2 = data_norm**2 * (2.0 if self.fit_intercept else 1.0)
         R2 = Lx2 + lb**2
 
         r = self._sketch_rows(p) if method in ("sketch", "ls", "als") else self.sketch_size
         self.sketch_size_ = r
         self.sigma_, self.noise_spec_, self.ridge_ = None, None, 0.0
-        Z = np.column_stack([X, y])
+        if method in ("ls", "als") or self.relative_dp:  # these routes need the rows in memory
+            Z = materialize(Z)
+            X, y = Z[:, :p], Z[:, p]
 
         if method == "sketch":
             self.float_safe_, self.delta_reserve_ = False, 0.0
@@ -489,7 +525,7 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                 theta = linalg.lstsq(S[:, :p], S[:, p])[0]
             self.sigma_ = float(sigma)
         elif method == "ssp":
-            A = Z.T @ Z
+            A = clipped_gram(Z, None, chunk_rows=self.chunk_size)
             if "specs" not in pre or p != d_public + int(self.fit_intercept):
                 pre["specs"] = self._ssp_specs(method, p, data_norm, lb, epsilon, delta)
             (spec,) = pre["specs"]
@@ -500,7 +536,8 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             theta = _psd_solve(A[:p, :p], A[:p, p], floor=floor)
             self.noise_spec_ = spec
         else:  # adassp
-            G = X.T @ X
+            A = clipped_gram(Z, None, chunk_rows=self.chunk_size)  # [[X^T X, X^T y], [., y^T y]]
+            G, Xty = A[:p, :p], A[:p, p]
             lam_min = float(linalg.eigvalsh(G, subset_by_index=[0, 0])[0]) if p > 0 else 0.0
             if "specs" not in pre or p != d_public + int(self.fit_intercept):
                 pre["specs"] = self._ssp_specs(method, p, data_norm, lb, epsilon, delta)
@@ -510,7 +547,7 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             lam_tilde = max(spec_l.privatize(lam_min, rng) - s1 * norm.isf(0.05), 0.0)
             ridge = max(0.0, s2 * np.sqrt(p * np.log(2.0 * p * p / 0.05)) - lam_tilde)
             G_hat = spec_g.privatize(G, rng)
-            b_hat = spec_b.privatize(X.T @ y, rng)
+            b_hat = spec_b.privatize(Xty, rng)
             theta = _psd_solve(G_hat, b_hat, ridge)
             self.noise_spec_ = [spec_l, spec_g, spec_b]
             self.ridge_ = float(ridge)
@@ -536,5 +573,6 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         y : ndarray of shape (n_samples,)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        return X @ self.coef_ + self.intercept_
+        X = validate_data(self, X, reset=False, accept_sparse=["csr", "csc"],
+                          dtype=[np.float64, np.float32])
+        return np.asarray(X @ self.coef_ + self.intercept_)

@@ -71,6 +71,7 @@ from scipy.integrate import IntegrationWarning, quad
 from scipy.special import gammaincc, gammaln, logsumexp, ndtr
 from scipy.stats import chi2, norm
 
+from .._stats import _syrk_into, as_rows, clipped_gram
 from .._validation import check_generator
 
 __all__ = [
@@ -669,8 +670,10 @@ def gaussian_sketch(X, r, sigma=0.0, *, random_state=None, chunk_size=10_000, al
 
     Parameters
     ----------
-    X : ndarray of shape (n, d)
-        Rows already clipped to the public norm bound.
+    X : ndarray of shape (n, d), scipy.sparse matrix or \
+            :class:`skdp._stats.AugmentedRows`
+        Rows already clipped to the public norm bound, or the lazy clipped
+        (augmented, weighted) rows of the statistics kernel, read in chunks.
     r : int
     sigma : float, default=0
         Regularization scale (``0`` gives the plain, non-private projection).
@@ -683,32 +686,35 @@ def gaussian_sketch(X, r, sigma=0.0, *, random_state=None, chunk_size=10_000, al
     S : ndarray of shape (r, d)
     """
     rng = check_generator(random_state)
-    X = np.asarray(X, dtype=float)
-    n, d = X.shape
+    rows = as_rows(X)
+    n, d = rows.shape
     r = int(r)
     chunk_size = int(chunk_size)
     if algorithm == "gram":
-        M = _regularized_gram(X, sigma, chunk_size=chunk_size)
+        M = _regularized_gram(rows, sigma, chunk_size=chunk_size)
         return rng.standard_normal((r, d)) @ _psd_factor(M)
     if algorithm != "explicit":
         raise ValueError(f"algorithm must be 'gram' or 'explicit', got {algorithm!r}.")
     S = np.zeros((r, d))
-    for start in range(0, n, chunk_size):
-        block = X[start:start + chunk_size]
-        S += rng.standard_normal((r, block.shape[0])) @ block
+    p = rows.d
+    for _, Xpart, E in rows.chunks(chunk_size):
+        G1 = rng.standard_normal((r, Xpart.shape[0]))
+        S[:, :p] += np.asarray((Xpart.T @ G1.T).T)
+        S[:, p:] += G1 @ E
     if sigma > 0:
         S += float(sigma) * rng.standard_normal((r, d))
     return S
 
 
-def _regularized_gram(X, sigma=0.0, *, chunk_size=10_000):
-    """``X^T X + sigma^2 I`` (the Gram matrix of ``[X; sigma I]``), accumulated in row chunks."""
-    X = np.asarray(X, dtype=float)
-    n, d = X.shape
-    M = float(sigma) ** 2 * np.eye(d)
-    for start in range(0, n, int(chunk_size)):
-        block = X[start:start + int(chunk_size)]
-        M += block.T @ block
+def _regularized_gram(X, sigma=0.0, *, chunk_size=None):
+    """``X^T X + sigma^2 I`` (the Gram matrix of ``[X; sigma I]``), by the chunked kernel.
+
+    ``X``: an array, a sparse matrix or :class:`skdp._stats.AugmentedRows`
+    (:func:`skdp._stats.clipped_gram`; ``chunk_size`` rows per chunk,
+    the kernel's default when None).
+    """
+    M = clipped_gram(as_rows(X), None, chunk_rows=chunk_size)
+    M[np.diag_indices_from(M)] += float(sigma) ** 2
     return M
 
 
@@ -750,7 +756,7 @@ def least_squares_sample(Z, sigma, r, *, random_state=None):
     Z = np.asarray(Z, dtype=float)
     n, p1 = Z.shape
     d = p1 - 1
-    G = _regularized_gram(Z, chunk_size=50_000)
+    G = _regularized_gram(Z)
     A = G[:d, :d] + sigma**2 * np.eye(d)
     cf = linalg.cho_factor(A, lower=True)
     xt = linalg.cho_solve(cf, G[:d, d])
@@ -900,15 +906,81 @@ def grid_sketch_plan(n, d, r, data_norm, sigma, epsilon):
                 reserve=(1.0 + math.exp(epsilon)) * tv)
 
 
+def _quantize_factor(data_norm, m):
+    return math.ldexp(1.0, m) / float(data_norm) * (1.0 - 2.0**-30)
+
+
+def _quantize_dense(B, factor, lim):
+    """In place: ``B = trunc(B factor)``, then rows with squared norm above ``lim`` shrunk until not.
+
+    ``factor=None``: ``B`` was already multiplied by the factor.
+    """
+    if factor is not None:
+        B *= factor
+    np.trunc(B, out=B)
+    while True:  # sums of squares of integers below 2^53: exact in any order
+        bad = np.einsum("ij,ij->i", B, B) > lim
+        if not np.any(bad):
+            return B
+        B[bad] = np.trunc(B[bad] * (1.0 - 2.0**-20))
+
+
+def _quantize_sparse(Xpart, E, factor, lim):
+    """:func:`_quantize_dense` for a row chunk stored as a CSR part plus dense extra columns."""
+    data = Xpart.data
+    data *= factor
+    np.trunc(data, out=data)
+    E *= factor
+    np.trunc(E, out=E)
+    counts = np.diff(Xpart.indptr)
+    row_of = np.repeat(np.arange(Xpart.shape[0]), counts)
+    while True:  # integer squares below 2^53, exact sums
+        sq = np.bincount(row_of, weights=data * data, minlength=Xpart.shape[0])
+        sq += np.einsum("ij,ij->i", E, E)
+        bad = sq > lim
+        if not np.any(bad):
+            return Xpart, E
+        data[bad[row_of]] = np.trunc(data[bad[row_of]] * (1.0 - 2.0**-20))
+        E[bad] = np.trunc(E[bad] * (1.0 - 2.0**-20))
+
+
 def _quantize_rows(X, data_norm, m):
     """``trunc(X 2^m / data_norm)`` (float integers) with every row's norm at most ``2^m``, exactly."""
-    Xi = np.trunc(np.asarray(X, dtype=float) * (math.ldexp(1.0, m) / float(data_norm) * (1.0 - 2.0**-30)))
-    lim = float(4**m)
-    while True:  # sums of squares of integers below 2^53: exact in any order
-        bad = np.einsum("ij,ij->i", Xi, Xi) > lim
-        if not np.any(bad):
-            return Xi
-        Xi[bad] = np.trunc(Xi[bad] * (1.0 - 2.0**-20))
+    return _quantize_dense(np.array(X, dtype=float), _quantize_factor(data_norm, m), float(4**m))
+
+
+def _integer_gram(X, data_norm, m, chunk_size):
+    """Exact ``Xq^T Xq`` (int64) of the quantised rows, one chunk of quantised rows at a time.
+
+    Chunks of at most ``2^(52 - 2m)`` rows: every entry of a chunk's Gram matrix is
+    an integer below ``2^52``, so the float64 product (BLAS, any order, FMA included)
+    is exact; chunks are added in int64.
+    """
+    rows = as_rows(X)
+    n, d = rows.shape
+    factor, lim = _quantize_factor(data_norm, m), float(4**m)
+    step = max(1, min(int(chunk_size), 2 ** (52 - 2 * m)))
+    G = np.zeros((d, d), dtype=np.int64)
+    Gc = np.zeros((d, d), order="F")
+    p = rows.d
+    for _, Xpart, E in rows.chunks(step, post_scale=None if rows.sparse else factor):
+        Gc[:] = 0.0
+        if rows.sparse:
+            Xpart, E = _quantize_sparse(Xpart, E, factor, lim)
+            XtX = (Xpart.T @ Xpart).toarray()
+            Gc[:p, :p] = XtX
+            XtE = np.asarray(Xpart.T @ E)
+            Gc[:p, p:], Gc[p:, :p], Gc[p:, p:] = XtE, XtE.T, E.T @ E
+            G += Gc.astype(np.int64)
+        else:
+            B = rows.buffer[:Xpart.shape[0]]
+            _quantize_dense(B, None, lim)  # the factor was applied in the clipping pass
+            Gc = _syrk_into(Gc, B)  # upper triangle only (the lower one stays 0)
+            G += Gc.astype(np.int64)
+    if not rows.sparse:
+        il = np.tril_indices(d, -1)
+        G[il] = G.T[il]
+    return G
 
 
 def _add_shifted(hi, lo, A, s):
@@ -953,7 +1025,9 @@ def grid_sketch(X, plan, rng, *, chunk_size=10_000):
     1. *Quantised data* ``Xq = trunc(X 2^m / l)`` (integers; rows with
        ``|x|^2 > 4^m`` shrunk until not, checked exactly): a row-wise
        transformation that keeps ``|x| <= l``, so neighbours stay neighbours
-       under the same bound.
+       under the same bound. It is applied one chunk of rows at a time in a
+       reused buffer (after the row's clipping and weighting when ``X`` is
+       :class:`skdp._stats.AugmentedRows`); no quantised copy of ``X`` exists.
     2. *Exact Gram*: chunks of at most ``2^(52 - 2m)`` rows give integer sums
        below ``2^52`` (exact in float64 in any order, FMA included), added in
        int64 (``n 4^m < 2^62``). ``M = G + s2 I`` with
@@ -1025,8 +1099,10 @@ def grid_sketch(X, plan, rng, *, chunk_size=10_000):
 
     Parameters
     ----------
-    X : ndarray of shape (n, d)
-        Rows with norm at most ``plan["data_norm"]``.
+    X : ndarray of shape (n, d), scipy.sparse matrix or \
+            :class:`skdp._stats.AugmentedRows`
+        Rows with norm at most ``plan["data_norm"]`` (for ``AugmentedRows``:
+        after its clipping and weighting, done chunk by chunk).
     plan : dict
         From :func:`grid_sketch_plan` with the same ``n, d``.
     rng : numpy.random.Generator
@@ -1046,17 +1122,12 @@ def grid_sketch(X, plan, rng, *, chunk_size=10_000):
     """
     from ._discrete import sample_discrete_gaussian
 
-    X = np.asarray(X, dtype=float)
-    n, d = X.shape
+    rows = as_rows(X)
+    n, d = rows.shape
     if (n, d) != (plan["n"], plan["d"]):
         raise ValueError("the plan was made for another shape.")
     m, k, r, b, p_F = plan["m"], plan["k"], plan["r"], plan["b"], plan["p_F"]
-    Xi = _quantize_rows(X, plan["data_norm"], m)
-    rows = max(1, min(int(chunk_size), 2 ** (52 - 2 * m)))
-    G = np.zeros((d, d), dtype=np.int64)
-    for start in range(0, n, rows):
-        block = Xi[start:start + rows]
-        G += (block.T @ block).astype(np.int64)
+    G = _integer_gram(rows, plan["data_norm"], m, chunk_size)
     G[np.diag_indices(d)] += plan["s2"]
     F = _cholesky_longdouble(G)  # G's entries are below 2^62: exact in long double
     if F is None:  # excluded by a <= 1/2 (lambda_min >= s2)
@@ -1103,7 +1174,7 @@ def private_sketch(X, r, epsilon, delta, data_norm, rng, *, chunk_size=10_000):
         ``sigma`` (the regularization used), ``float_safe``, ``delta_ndis``,
         ``reserve`` and ``plan`` (None for the floating-point release).
     """
-    X = np.asarray(X, dtype=float)
+    X = as_rows(X)
     n, d = X.shape
     l = float(data_norm)
     share = SKETCH_RESERVE_SHARE
