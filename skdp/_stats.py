@@ -26,6 +26,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import blas
 
+from ._dask import is_dask_collection
+
 __all__ = ["AugmentedRows", "clipped_gram", "max_row_norm", "default_chunk_rows", "check_unit_sample_weight"]
 
 #: matrix entries of the float64 chunk buffer held at once (2 MiB: the chunk stays in cache;
@@ -128,12 +130,21 @@ class AugmentedRows:
 
     def __init__(self, X, data_norm=None, *, y=None, label_bound=None, intercept=None,
                  sample_weight=None):
-        self.X = _as_2d_input(X)
-        self.n, self.d = self.X.shape
         self.data_norm = None if data_norm is None else float(data_norm)
-        self.y = None if y is None else np.asarray(y).reshape(-1)
         self.label_bound = None if label_bound is None else float(label_bound)
         self.intercept = None if intercept is None else float(intercept)
+        self.dask = is_dask_collection(X)
+        if self.dask:  # the blocks stay on the workers: see skdp._dask.blockwise_sum
+            from ._dask import as_dask_rows
+
+            self.X, self.y, self.sqrt_w = as_dask_rows(X, y, sample_weight)
+            self.n, self.d = (int(v) for v in self.X.shape)
+            self.n_extra = int(self.intercept is not None) + int(self.y is not None)
+            self.k = self.d + self.n_extra
+            return
+        self.X = _as_2d_input(X)
+        self.n, self.d = self.X.shape
+        self.y = None if y is None else np.asarray(y).reshape(-1)
         self.sqrt_w = None if sample_weight is None else np.sqrt(
             np.asarray(sample_weight, dtype=np.float64).reshape(-1))
         for name, v in (("y", self.y), ("sample_weight", self.sqrt_w)):
@@ -323,6 +334,10 @@ def clipped_gram(X, data_norm, *, y=None, label_bound=None, intercept=None, samp
     rows = X if isinstance(X, AugmentedRows) else AugmentedRows(
         X, data_norm, y=y, label_bound=label_bound, intercept=intercept,
         sample_weight=sample_weight)
+    if rows.dask:  # one partial Gram per block on the workers, summed there
+        from ._dask import blockwise_sum
+
+        return blockwise_sum(rows, _rows_gram, chunk_rows=chunk_rows)
     k, d = rows.k, rows.d
     G = np.zeros((k, k), order="F")
     if rows.sparse:
@@ -335,8 +350,17 @@ def clipped_gram(X, data_norm, *, y=None, label_bound=None, intercept=None, samp
     return np.ascontiguousarray(_symmetrize_upper(G))
 
 
+def _rows_gram(rows, chunk_rows=None):
+    """:func:`clipped_gram` of an :class:`AugmentedRows` (a picklable block function)."""
+    return clipped_gram(rows, None, chunk_rows=chunk_rows)
+
+
 def max_row_norm(X, chunk_rows=None):
-    """Largest Euclidean row norm of X, read in chunks (dense or sparse; no copy of X)."""
+    """Largest Euclidean row norm of X, read in chunks (dense, sparse or dask; no copy of X)."""
+    if is_dask_collection(X):
+        from ._dask import dask_max_row_norm
+
+        return dask_max_row_norm(X)
     rows = AugmentedRows(X)
     best = 0.0
     if rows.sparse:
@@ -367,11 +391,19 @@ def check_unit_sample_weight(sample_weight, X, estimator=None):
     """
     if sample_weight is None:
         return None
+    who = f"{type(estimator).__name__}: " if estimator is not None else ""
+    if is_dask_collection(sample_weight):  # checked on the workers: one boolean travels
+        from ._dask import check_dask_weights
+        from ._validation import public_shape
+
+        w, ok = check_dask_weights(sample_weight, public_shape(X)[0])
+        if not ok:
+            raise ValueError(f"{who}sample_weight must be finite and lie in [0, 1].")
+        return w
     import inspect
 
     from sklearn.utils.validation import _check_sample_weight
 
-    who = f"{type(estimator).__name__}: " if estimator is not None else ""
     kwargs = {"dtype": np.float64, "copy": True}
     params = inspect.signature(_check_sample_weight).parameters
     if "allow_all_zero_weights" in params:

@@ -10,6 +10,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
 from ._budget import PrivacyBudget
+from ._dask import validate_fit_data
 from ._stats import AugmentedRows, check_unit_sample_weight
 from ._validation import check_data_norm, check_epsilon_delta, public_shape
 from .exceptions import PrivacyGuaranteeWarning
@@ -208,7 +209,7 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
             sample_weight = check_unit_sample_weight(sample_weight, X, self)
         budget, rng = self._start_fit(n, d_public, PrivacyBudget(epsilon, delta))
         self.delta_ = budget.delta
-        X = validate_data(self, X, accept_sparse=["csr", "csc"], dtype=[np.float64, np.float32])
+        X = validate_fit_data(self, X, accept_sparse=["csr", "csc"], dtype=[np.float64, np.float32])
         n, d = X.shape
         r = self._sketch_rows(d)
         k = d if self.n_components is None else int(self.n_components)

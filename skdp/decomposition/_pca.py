@@ -115,6 +115,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._filter import release_curve
 from ..base import PrivateEstimatorMixin, private_fit
+from .._dask import validate_fit_data
 from .._stats import check_unit_sample_weight, clipped_gram
 from .._validation import check_data_norm, check_epsilon_delta, public_shape
 from ..mechanisms import Query, calibrate, get_mechanism
@@ -428,8 +429,8 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
             self._check_public(n_pub, d_pub)
             sample_weight = check_unit_sample_weight(sample_weight, X, self)
         budget, rng = self._start_fit(n_pub, d_pub, curve=curve)
-        X = validate_data(self, X, accept_sparse=["csr", "csc"], dtype=[np.float64, np.float32],
-                          ensure_min_samples=1)
+        X = validate_fit_data(self, X, accept_sparse=["csr", "csc"],
+                              dtype=[np.float64, np.float32], ensure_min_samples=1)
         n, d = X.shape
         n_components = self.n_components
         R = check_data_norm(X, self.data_norm, estimator=self)

@@ -12,6 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
 from .._budget import PrivacyBudget
+from .._dask import is_dask_collection, validate_fit_data
 from .._stats import AugmentedRows, check_unit_sample_weight, clipped_gram, materialize
 from .._filter import release_curve
 from .._validation import (
@@ -420,6 +421,10 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         self
         """
         method = self._resolve_method()
+        if is_dask_collection(X) and (method not in ("ssp", "adassp", "sketch") or self.relative_dp):
+            raise ValueError(f"PrivateOLS(method={method!r}, relative_dp={self.relative_dp}) needs "
+                             "an in-memory array; dask input supports the verified methods "
+                             "'ssp', 'adassp' and 'sketch'.")
         n, d_public = public_shape(X)
         if n is None:
             n = _num_samples(X)  # raises sklearn's error for inputs that are not array-like
@@ -458,9 +463,10 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         budget, rng = self._start_fit(n, d_public, PrivacyBudget(epsilon, delta), curve=curve)
         self.delta_ = budget.delta
 
-        X, y = validate_data(self, X, y, accept_sparse=["csr", "csc"], y_numeric=True,
-                             dtype=[np.float64, np.float32])
-        y = np.asarray(y, dtype=np.float64)
+        X, y = validate_fit_data(self, X, y, requires_y=True, accept_sparse=["csr", "csc"],
+                                 y_numeric=True, dtype=[np.float64, np.float32])
+        if not is_dask_collection(X):  # dask: the blocks stay on the workers (skdp._dask)
+            y = np.asarray(y, dtype=np.float64)
         n, p0 = X.shape
         data_norm = check_data_norm(X, self.data_norm, estimator=self)
         self.data_norm_ = data_norm

@@ -957,6 +957,10 @@ def _integer_gram(X, data_norm, m, chunk_size):
     is exact; chunks are added in int64.
     """
     rows = as_rows(X)
+    if rows.dask:  # exact int64 partial sums per block on the workers, added there exactly
+        from .._dask import blockwise_sum
+
+        return blockwise_sum(rows, _integer_gram, data_norm=data_norm, m=m, chunk_size=chunk_size)
     n, d = rows.shape
     factor, lim = _quantize_factor(data_norm, m), float(4**m)
     step = max(1, min(int(chunk_size), 2 ** (52 - 2 * m)))

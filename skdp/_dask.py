@@ -1,0 +1,236 @@
+"""Block-wise statistics of dask arrays: the kernel runs on the workers, only sums travel.
+
+``PrivatePCA``, ``PrivateOLS`` and ``PrivateRandomProjection`` release a
+noisy function of one sum over rows (a clipped Gram matrix). On a
+``dask.array`` (or a dask DataFrame) that sum is computed where the blocks
+live: every row block is reduced to its ``(k, k)`` partial sum by
+:func:`skdp._stats.clipped_gram` on a worker, the partial sums are added in
+a binary tree on the workers, and only the final ``(k, k)`` matrix (and one
+flag saying whether every value was finite) reaches the client. The noise
+is added once, on the client, by the estimator, exactly as for a numpy
+array; the release is the same function of the same statistic, so the
+privacy analysis is unchanged (the sum is exact up to floating-point
+reassociation, which the grid releases already cover).
+
+The number of rows is public (replace-one relation): a dask array with
+unknown chunk sizes is refused rather than counted, and a dask DataFrame is
+converted with ``to_dask_array(lengths=True)`` (the partition lengths are
+the public ``n``). dask is an optional dependency (``pip install
+'skdp[dask]'``); nothing here imports it unless a dask collection is passed.
+"""
+
+import numpy as np
+
+__all__ = ["is_dask_collection", "check_dask_input", "as_dask_rows", "blockwise_sum",
+           "dask_clipped_gram", "dask_max_row_norm", "validate_fit_data", "check_dask_weights"]
+
+
+def is_dask_collection(X):
+    """True for a dask array, DataFrame or Series (without importing dask)."""
+    return type(X).__module__.split(".")[0] == "dask" and hasattr(X, "__dask_graph__")
+
+
+def _as_array(X, name):
+    import dask.array as da
+
+    if hasattr(X, "to_dask_array"):  # DataFrame / Series: partition lengths are the public n
+        X = X.to_dask_array(lengths=True)
+    if not isinstance(X, da.Array):
+        raise TypeError(f"{name} must be a dask array or DataFrame, got {type(X).__name__}.")
+    return X
+
+
+def check_dask_input(estimator, X, y=None, *, reset=True):
+    """Validate the structure of dask inputs (no values read) and align ``y`` with ``X``.
+
+    Sets ``n_features_in_`` (and ``feature_names_in_`` for a DataFrame with
+    string column names) when ``reset``. Returns ``(X, y, n, d)`` with ``X``
+    re-chunked to whole rows (one chunk along the columns) and ``y`` (a dask
+    array, or None) chunked like ``X``'s rows. Value checks (finiteness)
+    happen inside the block reduction.
+    """
+    import dask.array as da
+
+    columns = getattr(X, "columns", None)
+    X = _as_array(X, "X")
+    if X.ndim != 2:
+        raise ValueError(f"Expected a 2-D dask array for X, got {X.ndim} dimension(s).")
+    if any(np.isnan(c) for c in X.chunks[0]):
+        raise ValueError("X has unknown chunk sizes: the number of rows is a public input here; "
+                         "call X.compute_chunk_sizes() first.")
+    if not (np.issubdtype(X.dtype, np.floating) or np.issubdtype(X.dtype, np.integer)
+            or X.dtype == bool):
+        raise ValueError(f"X must be numeric, got dtype {X.dtype}.")
+    n, d = int(X.shape[0]), int(X.shape[1])
+    if n < 1 or d < 1:
+        raise ValueError(f"Found array with shape {(n, d)}; a non-empty 2-D array is required.")
+    if reset:
+        estimator.n_features_in_ = d
+        if columns is not None and all(isinstance(c, str) for c in columns):
+            estimator.feature_names_in_ = np.asarray(list(columns), dtype=object)
+        elif hasattr(estimator, "feature_names_in_"):
+            del estimator.feature_names_in_
+    elif getattr(estimator, "n_features_in_", d) != d:
+        raise ValueError(f"X has {d} features, but {type(estimator).__name__} is expecting "
+                         f"{estimator.n_features_in_} features as input.")
+    X = X.rechunk({1: -1})
+    if y is not None:
+        y = _as_array(y, "y") if is_dask_collection(y) else da.from_array(np.asarray(y))
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y[:, 0]
+        if y.ndim != 1 or y.shape[0] != n:
+            raise ValueError(f"y must be 1-D with {n} entries like the rows of X, got shape {y.shape}.")
+        y = y.rechunk((X.chunks[0],))
+    return X, y, n, d
+
+
+def as_dask_rows(X, y=None, sample_weight=None):
+    """``(X, y, w)`` as dask arrays chunked alike (rows), for a dask-backed ``AugmentedRows``.
+
+    ``X`` gets one chunk along the columns; ``y`` and ``w`` (numpy or dask)
+    follow ``X``'s row chunks. ``w`` is kept as the weights themselves (the
+    block function takes their square roots).
+    """
+    import dask.array as da
+
+    X = _as_array(X, "X").rechunk({1: -1})
+    rows = (X.chunks[0],)
+
+    def align(v, name):
+        if v is None:
+            return None
+        v = _as_array(v, name) if is_dask_collection(v) else da.from_array(
+            np.asarray(v, dtype=np.float64).reshape(-1), chunks=rows)
+        if v.ndim == 2 and v.shape[1] == 1:
+            v = v[:, 0]
+        if v.ndim != 1 or v.shape[0] != X.shape[0]:
+            raise ValueError(f"{name} must be 1-D with one entry per row of X.")
+        return v.rechunk(rows)
+
+    return X, align(y, "y"), align(sample_weight, "sample_weight")
+
+
+def _block_apply(fn, xb, yb, wb, params, kwargs):
+    """``fn`` of one block's ``AugmentedRows``, and whether its values were finite (on a worker)."""
+    from ._stats import AugmentedRows
+
+    xb = np.asarray(xb)
+    ok = bool(np.all(np.isfinite(xb)))
+    if yb is not None:
+        yb = np.asarray(yb, dtype=np.float64)
+        ok = ok and bool(np.all(np.isfinite(yb)))
+    if wb is not None:
+        wb = np.asarray(wb, dtype=np.float64)
+    if not ok:
+        return None, False
+    rows = AugmentedRows(xb, params["data_norm"], y=yb, label_bound=params["label_bound"],
+                         intercept=params["intercept"], sample_weight=wb)
+    return fn(rows, **kwargs), True
+
+
+def _add(a, b):
+    if not (a[1] and b[1]):
+        return None, False
+    return a[0] + b[0], True
+
+
+def _tree_sum(parts):
+    from dask import delayed
+
+    while len(parts) > 1:
+        nxt = [delayed(_add)(parts[i], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
+        if len(parts) % 2:
+            nxt.append(parts[-1])
+        parts = nxt
+    return parts[0]
+
+
+def blockwise_sum(rows, fn, **kwargs):
+    """``sum_b fn(rows of block b, **kwargs)`` for a dask-backed ``AugmentedRows``, on the workers.
+
+    ``fn`` must be additive over row blocks (a sum over rows: the Gram
+    kernel, the grid sketch's integer Gram) and picklable. The partial
+    results are added in a binary tree of tasks on the workers; only the
+    final sum reaches the client. Raises ``ValueError`` (without values) if
+    X or y holds NaN or infinity.
+    """
+    from dask import compute, delayed
+
+    xblocks = rows.X.to_delayed()[:, 0]
+    nb = len(xblocks)
+    yblocks = list(rows.y.to_delayed()) if rows.y is not None else [None] * nb
+    wblocks = list(rows.sqrt_w.to_delayed()) if rows.sqrt_w is not None else [None] * nb
+    params = dict(data_norm=rows.data_norm, label_bound=rows.label_bound, intercept=rows.intercept)
+    parts = [delayed(_block_apply)(fn, xb, yb, wb, params, kwargs)
+             for xb, yb, wb in zip(xblocks, yblocks, wblocks)]
+    (total, ok), = compute(_tree_sum(parts))
+    if not ok:
+        raise ValueError("Input contains NaN or infinity.")
+    return total
+
+
+def dask_clipped_gram(X, data_norm, *, y=None, label_bound=None, intercept=None,
+                      sample_weight=None, chunk_rows=None):
+    """:func:`skdp._stats.clipped_gram` of a dask array, reduced block-wise on the workers."""
+    from ._stats import AugmentedRows, clipped_gram
+
+    rows = AugmentedRows(X, data_norm, y=y, label_bound=label_bound, intercept=intercept,
+                         sample_weight=sample_weight)
+    return clipped_gram(rows, None, chunk_rows=chunk_rows)
+
+
+def _block_max_norm(xb):
+    from ._validation import row_norms
+
+    xb = np.asarray(xb)
+    if not np.all(np.isfinite(xb)):
+        return np.inf
+    return float(row_norms(xb).max()) if xb.shape[0] else 0.0
+
+
+def dask_max_row_norm(X):
+    """The largest row norm of a dask array, one float per block to the client.
+
+    Only for the documented, warned inference of an omitted ``data_norm``
+    (:class:`~skdp.PrivacyLeakWarning`). ``inf`` if a value is not finite.
+    """
+    from dask import compute, delayed
+
+    X = _as_array(X, "X").rechunk({1: -1})
+    parts = [delayed(_block_max_norm)(xb) for xb in X.to_delayed()[:, 0]]
+    return float(max(compute(*parts))) if parts else 0.0
+
+
+def validate_fit_data(estimator, X, y=None, *, requires_y=False, **validate_kwargs):
+    """``validate_data`` for numpy/pandas/sparse input, :func:`check_dask_input` for dask.
+
+    Returns ``X`` (and ``y`` when ``requires_y``) like ``validate_data``.
+    For dask input the values are not read here: they are checked for
+    finiteness inside the block reduction.
+    """
+    if is_dask_collection(X):
+        Xd, yd, _, _ = check_dask_input(estimator, X, y if requires_y else None)
+        if requires_y:
+            if yd is None:
+                raise ValueError("requires y to be passed, but the target y is None.")
+            if not (np.issubdtype(yd.dtype, np.number) or yd.dtype == bool):
+                raise ValueError(f"y must be numeric, got dtype {yd.dtype}.")
+            return Xd, yd
+        return Xd
+    from sklearn.utils.validation import validate_data
+
+    if requires_y:
+        return validate_data(estimator, X, y, **validate_kwargs)
+    return validate_data(estimator, X, **validate_kwargs)
+
+
+def check_dask_weights(sample_weight, n):
+    """Validate dask weights against ``[0, 1]`` on the workers (one boolean to the client)."""
+    import dask
+    import dask.array as da
+
+    w = _as_array(sample_weight, "sample_weight")
+    if w.ndim != 1 or w.shape[0] != n:
+        raise ValueError(f"sample_weight.shape == {w.shape}, expected ({n},)!")
+    (ok,) = dask.compute(da.all(da.isfinite(w) & (w >= 0) & (w <= 1)))
+    return w, bool(ok)

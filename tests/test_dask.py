@@ -1,0 +1,141 @@
+"""dask inputs: the Gram kernel runs block-wise on the workers, the client sees (k, k) sums only."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("dask.distributed")
+
+from skdp import PrivacyLeakWarning  # noqa: E402
+from skdp._dask import check_dask_input, dask_clipped_gram, dask_max_row_norm  # noqa: E402
+from skdp._stats import clipped_gram  # noqa: E402
+from skdp.decomposition import PrivatePCA  # noqa: E402
+from skdp.linear_model import PrivateOLS  # noqa: E402
+from skdp.random_projection import PrivateRandomProjection  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as c:
+        yield c
+
+
+def _data(n=5003, d=7, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)) / 2.5  # some rows above norm 1: clipped
+    y = np.clip(X @ rng.standard_normal(d) / 2.0, -1.5, 1.5)
+    return X, y
+
+
+def _naive(X, R, y=None, B=None, c=None, w=None):
+    norms = np.linalg.norm(X, axis=1)
+    Z = X * np.minimum(1.0, R / np.maximum(norms, 1e-300))[:, None]
+    cols = [Z]
+    if c is not None:
+        cols.append(np.full((len(X), 1), c))
+    if y is not None:
+        cols.append(np.clip(y, -B, B)[:, None])
+    Z = np.hstack(cols)
+    if w is not None:
+        Z = Z * np.sqrt(w)[:, None]
+    return Z.T @ Z
+
+
+@pytest.mark.parametrize("with_y, c, weights", [(False, None, False), (True, 1.0, False),
+                                                (True, 0.5, True), (False, 0.7, True)])
+def test_blockwise_gram_matches_numpy_before_noise(client, with_y, c, weights):
+    X, y = _data()
+    w = np.random.default_rng(3).uniform(0, 1, len(X)) if weights else None
+    Xd = da.from_array(X, chunks=(611, 3))  # uneven row blocks, split columns
+    _, yd, n, d = check_dask_input(type("E", (), {})(), Xd, y if with_y else None)
+    Xd = Xd.rechunk({1: -1})
+    G = dask_clipped_gram(Xd, 1.0, y=yd, label_bound=1.0 if with_y else None, intercept=c,
+                          sample_weight=w)
+    ref = _naive(X, 1.0, y if with_y else None, 1.0, c, w)
+    np.testing.assert_allclose(G, ref, rtol=1e-10, atol=1e-10 * np.abs(ref).max())
+    np.testing.assert_allclose(clipped_gram(X, 1.0, y=y if with_y else None,
+                                            label_bound=1.0 if with_y else None, intercept=c,
+                                            sample_weight=w), ref, rtol=1e-10,
+                               atol=1e-10 * np.abs(ref).max())
+
+
+def test_nan_raises_without_values(client):
+    X, _ = _data()
+    X[4000, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        dask_clipped_gram(da.from_array(X, chunks=(1000, 7)), 1.0)
+    assert dask_max_row_norm(da.from_array(X, chunks=(1000, 7))) == np.inf
+
+
+def test_unknown_chunks_refused():
+    X, _ = _data(200, 3)
+    Xd = da.from_array(X, chunks=(50, 3))
+    Xd = Xd[Xd[:, 0] > -10]  # boolean mask: unknown row counts
+    with pytest.raises(ValueError, match="unknown chunk sizes"):
+        PrivatePCA(data_norm=1.0, random_state=0).fit(Xd)
+
+
+def _forbid_materialising(monkeypatch):
+    """Fail the test if the estimator pulls the dask array into the client."""
+    def boom(*a, **k):
+        raise AssertionError("the dask array was materialised on the client")
+
+    monkeypatch.setattr(da.Array, "__array__", boom)
+    monkeypatch.setattr(da.Array, "compute", boom)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: PrivatePCA(n_components=3, data_norm=1.0, random_state=5),
+    lambda: PrivatePCA(n_components=3, data_norm=1.0, centered=True, random_state=5),
+    lambda: PrivateOLS(method="ssp", data_norm=1.0, label_bound=1.0, random_state=5),
+    lambda: PrivateOLS(method="adassp", data_norm=1.0, label_bound=1.0, random_state=5),
+    lambda: PrivateOLS(method="sketch", data_norm=1.0, label_bound=1.0, random_state=5),
+    lambda: PrivateRandomProjection(n_components=3, data_norm=1.0, random_state=5),
+], ids=["pca", "pca-centered", "ols-ssp", "ols-adassp", "ols-sketch", "rp"])
+def test_estimators_fit_dask_like_numpy(client, monkeypatch, make):
+    """Same seed, same statistic -> the same release (up to one grid step), no client pull."""
+    X, y = _data(4000, 6)
+    X /= np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1.0)
+    y = np.clip(y, -1, 1)
+    needs_y = isinstance(make(), PrivateOLS)
+    ref = make().fit(X, y) if needs_y else make().fit(X)
+    Xd = da.from_array(X, chunks=(700, 6))
+    yd = da.from_array(y, chunks=700)
+    with monkeypatch.context() as m:
+        _forbid_materialising(m)
+        est = make().fit(Xd, yd) if needs_y else make().fit(Xd)
+    assert est.n_features_in_ == 6
+    for attr in ("components_", "mean_", "coef_", "intercept_", "sketch_"):
+        if hasattr(ref, attr):
+            a, b = np.asarray(getattr(ref, attr)), np.asarray(getattr(est, attr))
+            assert a.shape == b.shape
+            np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-5)
+    # prediction / transform on in-memory data as usual
+    if needs_y:
+        assert np.all(np.isfinite(est.predict(X[:10])))
+    else:
+        assert est.transform(X[:10]).shape == (10, est.n_components_ if hasattr(est, "n_components_")
+                                               else 3)
+
+
+def test_dask_dataframe_feature_names(client):
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    X, _ = _data(1000, 4)
+    X /= np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1.0)
+    df = dd.from_pandas(pd.DataFrame(X, columns=list("abcd")), npartitions=3)
+    est = PrivatePCA(n_components=2, data_norm=1.0, random_state=0).fit(df)
+    assert list(est.feature_names_in_) == list("abcd")
+    assert est.components_.shape == (2, 4)
+
+
+def test_inferred_data_norm_warns(client):
+    X, _ = _data(1000, 4)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        est = PrivatePCA(n_components=2, random_state=0).fit(da.from_array(X, chunks=(300, 4)))
+    assert any(issubclass(r.category, PrivacyLeakWarning) for r in rec)
+    assert est.data_norm is None and est.data_norm_ > 0
