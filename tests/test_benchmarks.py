@@ -207,3 +207,20 @@ def test_calibrate(tmp_path):
     for q in ("l2 (d=1000)", "profile (d=1000)"):
         assert ms[(q, "analytic_gaussian")] > 0 and ms[(q, "auto")] > 0
     assert ("profile (d=1000)", "inid_gaussian") in ms and ("l2 (d=1000)", "inid_gaussian") not in ms
+
+
+def test_scale_quick(tmp_path):
+    """bench_scale: sparse and float32 inputs fit; float32 is never upcast as a whole."""
+    out = _run("bench_scale.py", tmp_path, "--quick", "--only", "dense32", "csr", "--estimators",
+               "PCA", "OLS sketch", "RandomProjection", timeout=300)
+    assert "| input | estimator |" in out
+    header, rows = _read(tmp_path / "scale.csv")
+    assert header == ["input", "estimator", "n", "d", "fit_s", "floor_s", "floor", "x_floor",
+                      "mem_x_input", "status"]
+    assert len(rows) == 6
+    for r in rows:
+        assert r["status"] == "ok", r
+        assert float(r["fit_s"]) > 0 and float(r["floor_s"]) > 0
+        if r["input"].startswith("dense"):
+            # a full float64 copy of a float32 input alone would be 2.0x the input
+            assert float(r["mem_x_input"]) < 1.0, r
