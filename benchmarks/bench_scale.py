@@ -5,11 +5,18 @@ thread through ``threadpoolctl``) builds the input, times the physical floor
 in the same process, then fits once under ``tracemalloc``:
 
 * ``x_floor``: fit time divided by the floor's time. The floor is one
-  ``X.T @ X`` (float64 accumulation; for sparse input the sparse product
-  ``X.T @ X``) for PrivatePCA, PrivateOLS and PrivateRandomProjection, and
+  ``X.T @ X`` computed in float64 (float32 and memmapped rows converted
+  slice by slice; for sparse input the sparse product ``X.T @ X``) for
+  PrivatePCA, PrivateOLS and PrivateRandomProjection, and
   scikit-learn's ``LogisticRegression(solver="lbfgs")`` on the same data for
   the classifiers (dense and sparse inputs only; on the memmap the classifiers'
   floor is one ``X.T @ X`` too, marked ``xtx``).
+* ``x_xtx32`` (float32 inputs): fit time divided by one ``X.T @ X`` in
+  float32 (``sgemm``, half the work). The estimators accumulate in float64
+  on purpose: the statistic's rounding error must stay far below its
+  sensitivity, and float32 sums over a million rows would not.
+* Each fit is timed after a warm-up fit of the same estimator on the first
+  2000 rows (imports and calibration caches are one-time costs).
 * ``mem_x_input``: the peak of the memory traced during ``fit`` (numpy and
   scipy register their buffers with ``tracemalloc``) divided by the bytes of
   the input (``nbytes`` of the array, of ``data + indices + indptr`` for CSR,
@@ -34,7 +41,7 @@ not installed: ``pip install 'skdp[dask]'``). Rows have norm at most 1 and
 ``data_norm=1``, ``label_bound=1`` and ``classes`` are given (public bounds).
 
 Writes ``benchmarks/results/scale.csv`` with columns ``input, estimator,
-n, d, fit_s, floor_s, floor, x_floor, mem_x_input, status``.
+n, d, fit_s, floor_s, floor, x_floor, x_xtx32, mem_x_input, status``.
 
 Run: ``python3 benchmarks/bench_scale.py [--quick] [--only KIND ...]
 [--estimators NAME ...] [--timeout S]``.
@@ -62,7 +69,8 @@ def kinds(quick):
     return {
         f"dense {1_000_000 // s} x 100 f64": ("dense64", 1_000_000 // s, 100, None),
         f"dense {1_000_000 // s} x 100 f32": ("dense32", 1_000_000 // s, 100, None),
-        f"memmap {10_000_000 // (5 * s)} x 100 f32": ("memmap32", 10_000_000 // (5 * s), 100, None),
+        f"memmap {10_000_000 // (250 if quick else 1)} x 100 f32": (
+            "memmap32", 10_000_000 // (250 if quick else 1), 100, None),
         f"CSR {1_000_000 // s} x {10_000 // (10 if quick else 1)} 0.1%": (
             "csr", 1_000_000 // s, 10_000 // (10 if quick else 1), 0.001 if not quick else 0.01),
         f"dask {2_000_000 // s} x 50": ("dask", 2_000_000 // s, 50, None),
@@ -107,11 +115,7 @@ def _build(kind, n, d, extra, tmpdir):
         X = _dense(n, d, np.float32, rng)
         return X, X.nbytes
     if kind == "memmap32":
-        path = os.path.join(tmpdir, "X.f32")
-        X = np.memmap(path, dtype=np.float32, mode="w+", shape=(n, d))
-        _dense(n, d, np.float32, rng, out=X)
-        X.flush()
-        del X
+        path = extra  # written once by the parent (make_memmap), shared by every child
         X = np.memmap(path, dtype=np.float32, mode="r", shape=(n, d))
         return X, os.path.getsize(path)
     if kind == "csr":
@@ -121,6 +125,17 @@ def _build(kind, n, d, extra, tmpdir):
         X = X.tocsr()
         return X, X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
     raise ValueError(kind)
+
+
+def make_memmap(path, n, d):
+    """Write the memmap input once (rows of norm about 0.83, as ``_dense``)."""
+    import numpy as np
+
+    X = np.memmap(path, dtype=np.float32, mode="w+", shape=(n, d))
+    _dense(n, d, np.float32, np.random.default_rng(0), out=X)
+    X.flush()
+    del X
+    return path
 
 
 def _estimator(name):
@@ -139,29 +154,39 @@ def _estimator(name):
     return PrivateLogisticRegression(perturbation=route, classes=np.array([0, 1]), **common), "cls"
 
 
-def _floor(name, X, y_cls):
-    """(seconds, label) of the physical floor for ``name`` on ``X``."""
+def _xtx(X, dtype):
+    """One ``X.T @ X`` in ``dtype`` (memmaps read in slices; sparse: the sparse product)."""
     import numpy as np
 
-    def xtx():
-        if hasattr(X, "tocsr"):
-            return X.T @ X
-        step = 200_000
-        G = np.zeros((X.shape[1], X.shape[1]))
-        for i in range(0, X.shape[0], step):  # memmaps larger than RAM stay possible
-            b = np.asarray(X[i:i + step])
-            G += b.T @ b
-        return G
+    if hasattr(X, "tocsr"):
+        return X.T @ X
+    step = 200_000
+    G = np.zeros((X.shape[1], X.shape[1]), dtype=dtype)
+    for i in range(0, X.shape[0], step):  # memmaps larger than RAM stay possible
+        b = np.asarray(X[i:i + step], dtype=dtype)
+        G += b.T @ b
+    return G
+
+
+def _floor(name, X, y_cls):
+    """(seconds, label, seconds of the float32 product or None) of the floor for ``name``."""
+    import numpy as np
 
     if name.startswith("LR") and not isinstance(X, np.memmap):
         from sklearn.linear_model import LogisticRegression
 
         t0 = time.perf_counter()
         LogisticRegression(solver="lbfgs").fit(X, y_cls)
-        return time.perf_counter() - t0, "sklearn LR"
+        return time.perf_counter() - t0, "sklearn LR", None
     t0 = time.perf_counter()
-    xtx()
-    return time.perf_counter() - t0, "xtx"
+    _xtx(X, np.float64)
+    t64 = time.perf_counter() - t0
+    t32 = None
+    if getattr(X, "dtype", None) == np.float32 and not hasattr(X, "tocsr"):
+        t0 = time.perf_counter()
+        _xtx(X, np.float32)
+        t32 = time.perf_counter() - t0
+    return t64, "xtx", t32
 
 
 def child(spec):
@@ -174,7 +199,7 @@ def child(spec):
 
     kind, n, d, extra, name = spec["kind"], spec["n"], spec["d"], spec["extra"], spec["estimator"]
     warnings.simplefilter("ignore")
-    out = dict(fit_s=None, floor_s=None, floor="", mem_x_input=None, status="ok")
+    out = dict(fit_s=None, floor_s=None, floor="", xtx32_s=None, mem_x_input=None, status="ok")
     with threadpool_limits(1), tempfile.TemporaryDirectory() as tmpdir:
         if kind == "dask":
             return _child_dask(spec, out)
@@ -182,7 +207,10 @@ def child(spec):
         y_cls, y_reg = _labels(X, np.random.default_rng(1))
         est, target = _estimator(name)
         y = {"reg": y_reg, "cls": y_cls}.get(target)
-        out["floor_s"], out["floor"] = _floor(name, X, y_cls)
+        out["floor_s"], out["floor"], out["xtx32_s"] = _floor(name, X, y_cls)
+        warm, _ = _estimator(name)  # one-time costs (imports, calibration caches) off the clock
+        m = min(2000, n)
+        warm.fit(X[:m], y[:m]) if y is not None else warm.fit(X[:m])
         tracemalloc.start()
         t0 = time.perf_counter()
         try:
@@ -239,11 +267,12 @@ def run_child(spec, timeout):
         res = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec)],
                              env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return dict(fit_s=None, floor_s=None, floor="", mem_x_input=None, status="timeout")
+        return dict(fit_s=None, floor_s=None, floor="", xtx32_s=None, mem_x_input=None,
+                    status="timeout")
     lines = [ln for ln in res.stdout.splitlines() if ln.startswith("{")]
     if res.returncode != 0 or not lines:
         tail = (res.stderr.strip().splitlines() or ["killed"])[-1]
-        return dict(fit_s=None, floor_s=None, floor="", mem_x_input=None,
+        return dict(fit_s=None, floor_s=None, floor="", xtx32_s=None, mem_x_input=None,
                     status=f"crashed ({res.returncode}): {tail[:60]}")
     return json.loads(lines[-1])
 
@@ -270,29 +299,37 @@ def main(argv=None):
     except ImportError:
         have_dask = False
     rows = []
-    print("| input | estimator | fit_s | floor | x_floor | mem_x_input | status |")
-    print("|---|---|---|---|---|---|---|")
+    shared = tempfile.TemporaryDirectory()
+    print("| input | estimator | fit_s | floor | x_floor | x_xtx32 | mem_x_input | status |")
+    print("|---|---|---|---|---|---|---|---|")
     for label, (kind, n, d, extra) in kinds(args.quick).items():
         if args.only and kind not in args.only:
             continue
         if kind == "dask" and not have_dask:
-            print(f"| {label} | (all) | | | | | skipped: dask not installed (pip install 'skdp[dask]') |")
+            print(f"| {label} | (all) | | | | | | skipped: dask not installed (pip install 'skdp[dask]') |")
             continue
         names = DASK_ESTIMATORS if kind == "dask" else ESTIMATORS
+        if kind == "memmap32":
+            extra = make_memmap(os.path.join(shared.name, "X.f32"), n, d)
         for name in names:
             if args.estimators and name not in args.estimators:
                 continue
             spec = dict(kind=kind, n=n, d=d, extra=extra, estimator=name)
             r = run_child(spec, args.timeout)
-            x = (r["fit_s"] / r["floor_s"]) if r["fit_s"] and r["floor_s"] and r["status"] == "ok" else None
+            ok = r["status"] == "ok" and r["fit_s"]
+            x = r["fit_s"] / r["floor_s"] if ok and r["floor_s"] else None
+            x32 = r["fit_s"] / r["xtx32_s"] if ok and r.get("xtx32_s") else None
             row = dict(input=label, estimator=name, n=n, d=d, fit_s=_fmt(r["fit_s"], ".3f"),
                        floor_s=_fmt(r["floor_s"], ".3f"), floor=r["floor"], x_floor=_fmt(x, ".2f"),
-                       mem_x_input=_fmt(r["mem_x_input"], ".3f"), status=r["status"])
+                       x_xtx32=_fmt(x32, ".2f"), mem_x_input=_fmt(r["mem_x_input"], ".3f"),
+                       status=r["status"])
             rows.append(row)
             print(f"| {label} | {name} | {row['fit_s']} | {row['floor']} {row['floor_s']} | "
-                  f"{row['x_floor']} | {row['mem_x_input']} | {row['status']} |", flush=True)
+                  f"{row['x_floor']} | {row['x_xtx32']} | {row['mem_x_input']} | {row['status']} |",
+                  flush=True)
+    shared.cleanup()
     path = _common.write_csv("scale.csv", ["input", "estimator", "n", "d", "fit_s", "floor_s", "floor",
-                                           "x_floor", "mem_x_input", "status"], rows)
+                                           "x_floor", "x_xtx32", "mem_x_input", "status"], rows)
     print(f"wrote {path}")
 
 

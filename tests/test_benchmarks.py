@@ -216,7 +216,7 @@ def test_scale_quick(tmp_path):
     assert "| input | estimator |" in out
     header, rows = _read(tmp_path / "scale.csv")
     assert header == ["input", "estimator", "n", "d", "fit_s", "floor_s", "floor", "x_floor",
-                      "mem_x_input", "status"]
+                      "x_xtx32", "mem_x_input", "status"]
     assert len(rows) == 6
     for r in rows:
         assert r["status"] == "ok", r
