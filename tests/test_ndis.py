@@ -393,3 +393,43 @@ def test_smoothing_lemma_numerically():
 def test_kl_inequality_used_for_the_factor():
     x = np.linspace(-0.5, 50, 200001)
     assert np.all(x - np.log1p(x) <= x * x + 1e-15)
+
+
+def test_decimal_cholesky_grid_matches_an_independent_60_digit_factor():
+    """round(F / p_F) of the 40-digit decimal factor equals mpmath's 60-digit one."""
+    mpmath = pytest.importorskip("mpmath")
+    from skdp.mechanisms.ndis import _cholesky_decimal_grid
+
+    rng = np.random.default_rng(3)
+    for d, p_F in ((4, 2.0**-10), (12, 2.0**-20), (30, 2.0**3)):
+        A = rng.integers(-(2**20), 2**20, size=(3 * d, d))
+        M = A.T @ A + np.eye(d, dtype=np.int64) * 2**30
+        mpmath.mp.dps = 60
+        L = mpmath.cholesky(mpmath.matrix(M.tolist()))  # lower, M = L L^T
+        ref = np.array([[int(mpmath.nint(L[i, j] / p_F)) if i >= j else 0 for j in range(d)]
+                        for i in range(d)], dtype=np.int64).T
+        np.testing.assert_array_equal(_cholesky_decimal_grid(M, p_F), ref)
+
+
+def test_private_sketch_uses_the_decimal_factor_where_long_double_is_too_coarse():
+    """n = 5e5, delta = 1/n^2: long double's reserve exceeds delta/100, 40 digits do not."""
+    from skdp.mechanisms.ndis import (SKETCH_RESERVE_SHARE, _cached_rp_noise_multiplier,
+                                      grid_sketch_plan, private_sketch)
+
+    n, d, r, eps = 500_000, 3, 40, 1.0
+    delta = 1.0 / n**2
+    sigma = _cached_rp_noise_multiplier(eps, delta * (1 - SKETCH_RESERVE_SHARE), r)
+    ld = grid_sketch_plan(n, d, r, 1.0, sigma, eps)
+    dec = grid_sketch_plan(n, d, r, 1.0, sigma, eps, cholesky="decimal")
+    assert ld["reserve"] > SKETCH_RESERVE_SHARE * delta >= dec["reserve"]
+    X = np.random.default_rng(0).standard_normal((n, d)) / 3.0
+    X /= np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1.0)
+    S, info = private_sketch(X, r, eps, delta, 1.0, np.random.default_rng(1))
+    assert info["float_safe"] and info["plan"]["cholesky"] == "decimal"
+    assert info["delta_ndis"] + info["reserve"] <= delta
+    # the release is on the plan's grid: integer multiples of one power of two
+    g = 2.0 ** (-(dec["k"] + dec["m"]) + int(np.log2(dec["p_F"])))
+    assert np.all(np.mod(S / g, 1.0) == 0.0)
+    # and it is a sketch of the data: S^T S / r estimates X^T X + sigma^2 I
+    G = X.T @ X + dec["sigma_eff"] ** 2 * np.eye(d)
+    assert np.trace(S.T @ S / r) == pytest.approx(np.trace(G), rel=0.5)

@@ -807,6 +807,54 @@ def _cholesky_longdouble(M):
     return L.T
 
 
+#: decimal digits of the Cholesky used when long double's backward error is too large for delta
+_DEC_PREC = 40
+#: unit roundoff of that arithmetic (correctly rounded to _DEC_PREC significant digits)
+_DEC_UNIT = 0.5 * 10.0 ** (1 - _DEC_PREC)
+
+
+def _cholesky_decimal_grid(M, p_F):
+    """``round(F / p_F)`` (int64, upper) for the Cholesky factor ``F`` of ``M`` in decimal arithmetic.
+
+    The same column Cholesky as :func:`_cholesky_longdouble` (Higham 2002,
+    Algorithm 10.2), every operation correctly rounded to ``_DEC_PREC``
+    significant digits (Python's ``decimal``; ``sqrt`` correctly rounded),
+    so Higham's Theorem 10.3 holds with unit roundoff ``_DEC_UNIT``:
+    ``F^T F = M + D``, ``|D| <= gamma_{d+1} |F^T| |F|``. ``M`` (integers
+    below ``2^62``) is converted exactly. The division by the power of two
+    ``p_F`` and the rounding to integers are exact up to one more rounding at
+    ``_DEC_PREC`` digits (a relative ``1e-39``, inside the plan's ``1e-12``
+    slack on ``rho``). Returns None if a pivot is not positive.
+    """
+    import decimal
+
+    ctx = decimal.Context(prec=_DEC_PREC, rounding=decimal.ROUND_HALF_EVEN)
+    D = decimal.Decimal
+    d = M.shape[0]
+    A = [[D(int(v)) for v in row] for row in np.asarray(M)]
+    L = [[D(0)] * d for _ in range(d)]
+    for j in range(d):
+        Lj = L[j]
+        piv = A[j][j]
+        for k in range(j):
+            piv = ctx.subtract(piv, ctx.multiply(Lj[k], Lj[k]))
+        if not piv > 0:
+            return None
+        Lj[j] = ctx.sqrt(piv)
+        for i in range(j + 1, d):
+            Li = L[i]
+            t = A[i][j]
+            for k in range(j):
+                t = ctx.subtract(t, ctx.multiply(Li[k], Lj[k]))
+            Li[j] = ctx.divide(t, Lj[j])
+    step = D(float(p_F))  # a power of two: exact
+    out = np.zeros((d, d), dtype=np.int64)
+    for i in range(d):
+        for j in range(i + 1):
+            out[j, i] = int(ctx.divide(L[i][j], step).to_integral_value(decimal.ROUND_HALF_EVEN))
+    return out
+
+
 def _theta_bound(x):
     """``2 sum_{m>=1} exp(-2 pi^2 x m^2)``, bounded by ``2 e / (1 - e)``, ``e = exp(-2 pi^2 x)``."""
     e = math.exp(-2.0 * math.pi**2 * x) if x < 1e300 else 0.0
@@ -823,7 +871,7 @@ def _wide_gaussian_params(s):
     return s1, j, s2
 
 
-def grid_sketch_plan(n, d, r, data_norm, sigma, epsilon):
+def grid_sketch_plan(n, d, r, data_norm, sigma, epsilon, *, cholesky="longdouble", a_floor=None):
     """Public parameters and total-variation bound of :func:`grid_sketch`; ``None`` if infeasible.
 
     Every quantity is a function of ``(n, d, r, data_norm, sigma, epsilon)``
@@ -835,10 +883,22 @@ def grid_sketch_plan(n, d, r, data_norm, sigma, epsilon):
     terms ``tv_factor``, ``tv_normals``, ``tv_noise`` and
     ``reserve = (1 + e^eps) (tv_factor + tv_normals + tv_noise)``.
     ``None`` when no parameters satisfy the exactness constraints (int64
-    ranges, ``a <= 1/2``).
+    ranges, ``a <= 1/2``). ``cholesky``: ``"longdouble"`` (numpy long
+    double, fast) or ``"decimal"`` (40 significant digits: the factor's
+    backward error, ``tv_factor``, becomes negligible for any ``n``, at a
+    cost of ``d^3 / 3`` Python decimal operations; used when long double's
+    reserve is too large for delta).
     """
     from ._discrete import DISCRETE_GAUSSIAN_SAMPLER_TV, rounded_gaussian_tv_bound
 
+    if cholesky == "decimal" and a_floor is None:
+        # the finest factor grid whose integer products stay in range (a public search)
+        for e in range(64, 39, -2):
+            plan = grid_sketch_plan(n, d, r, data_norm, sigma, epsilon, cholesky="decimal",
+                                    a_floor=2.0**-e)
+            if plan is not None:
+                return plan
+        return None
     n, d, r = int(n), int(d), int(r)
     ld = max(1, math.ceil(math.log2(d)))
     m = min(20, (61 - math.ceil(math.log2(n + 1))) // 2, (51 - ld) // 2)
@@ -848,13 +908,18 @@ def grid_sketch_plan(n, d, r, data_norm, sigma, epsilon):
     if n * 4**m + s2 >= min(2**62, _LD_EXACT_INT):
         return None
     T_M = n * 4**m + d * s2  # trace bound of M (units q^2)
-    uL = _LD_UNIT
+    if cholesky not in ("longdouble", "decimal"):
+        raise ValueError(f"cholesky must be 'longdouble' or 'decimal', got {cholesky!r}.")
+    uL = _LD_UNIT if cholesky == "longdouble" else _DEC_UNIT
     gam = 2.0 * (d + 1) * uL / (1.0 - (d + 1) * uL)  # 2 gamma_{d+1} (safety factor 2)
     FF = T_M / (1.0 - gam) * (1.0 + 1e-12)  # ||F^||_F^2
     e1 = gam * FF * (1.0 + 1e-12)  # ||F^T F^ - M||_F (M is exact in long double)
     A1 = e1 / s2
     nz = math.sqrt(d * (d + 1) / 2.0)
-    p_F = math.ldexp(1.0, math.floor(math.log2(A1 * math.sqrt(s2) / (2.0 * nz))))
+    # the factor's grid: its rounding error rho about matches A1, but not below a_floor (the
+    # decimal factor's A1 is far smaller, and a finer grid would overflow the integer products)
+    p_F = math.ldexp(1.0, math.floor(math.log2(max(A1, a_floor or 0.0) * math.sqrt(s2)
+                                               / (2.0 * nz))))
     rho = 0.5 * p_F * nz / math.sqrt(s2)
     a = (A1 + 2.0 * math.sqrt(1.0 + A1) * rho + rho * rho) * (1.0 + 1e-12)
     if a > 0.5:
@@ -899,6 +964,7 @@ def grid_sketch_plan(n, d, r, data_norm, sigma, epsilon):
         return None
     tv = tv_factor + tv_normals + tv_noise
     return dict(n=n, d=d, r=r, data_norm=float(data_norm), sigma=float(sigma), m=m, s2=s2,
+                cholesky=cholesky,
                 sigma_eff=math.sqrt(s2) * float(data_norm) * 2.0**-m, p_F=p_F, k=k,
                 s_Y=s_Y, s1=s1, j=j, sy2=sy2, b=b, n_digits=n_digits, a=a,
                 smoothing_variance=c_eff * float(data_norm) ** 2 * 4.0**-m,
@@ -1037,7 +1103,12 @@ def grid_sketch(X, plan, rng, *, chunk_size=10_000):
        int64 (``n 4^m < 2^62``). ``M = G + s2 I`` with
        ``s2 = ceil(sigma^2 / q^2)`` (so ``sigma_eff >= sigma``), exact;
        ``lambda_min(M) >= s2`` is public.
-    3. *Factor*: ``F^ = chol(fl(M))`` in float64. Converting ``M`` costs
+    3. *Factor*: ``F^ = chol(fl(M))`` in long double (unit roundoff
+       ``u = 2^-64``; ``M`` is converted exactly, its entries being integers
+       below ``2^62``), or, when the resulting reserve would exceed the
+       share of delta (large ``n``), in decimal arithmetic with 40
+       significant digits (``u = 5e-40``, :func:`_cholesky_decimal_grid`;
+       ``plan["cholesky"]``). Converting ``M`` costs at most
        ``u ||M||_F <= u tr M`` and Cholesky's backward error
        (Higham 2002, Thm 10.3) is ``F^T F^ = fl(M) + D``,
        ``|D| <= gamma_{d+1} |F^T| |F^|``, so
@@ -1133,11 +1204,14 @@ def grid_sketch(X, plan, rng, *, chunk_size=10_000):
     m, k, r, b, p_F = plan["m"], plan["k"], plan["r"], plan["b"], plan["p_F"]
     G = _integer_gram(rows, plan["data_norm"], m, chunk_size)
     G[np.diag_indices(d)] += plan["s2"]
-    F = _cholesky_longdouble(G)  # G's entries are below 2^62: exact in long double
-    if F is None:  # excluded by a <= 1/2 (lambda_min >= s2)
+    if plan.get("cholesky", "longdouble") == "decimal":
+        Fint = _cholesky_decimal_grid(G, p_F)
+    else:
+        F = _cholesky_longdouble(G)  # G's entries are below 2^62: exact in long double
+        Fint = None if F is None else np.rint(F / np.longdouble(p_F)).astype(np.int64)
+    if Fint is None:  # excluded by a <= 1/2 (lambda_min >= s2)
         raise RuntimeError("grid_sketch: Cholesky failed on a matrix with public lambda_min; "
                            "this contradicts the plan's error bound.")
-    Fint = np.rint(F / np.longdouble(p_F)).astype(np.int64)
     sgn, mag = np.sign(Fint), np.abs(Fint)
     limit = 2 ** (k + 6)
     while True:
@@ -1184,6 +1258,8 @@ def private_sketch(X, r, epsilon, delta, data_norm, rng, *, chunk_size=10_000):
     share = SKETCH_RESERVE_SHARE
     sigma = l * _cached_rp_noise_multiplier(float(epsilon), float(delta) * (1.0 - share), int(r))
     plan = grid_sketch_plan(n, d, r, l, sigma, epsilon)
+    if plan is None or plan["reserve"] > share * delta:  # long double too coarse: 40 digits
+        plan = grid_sketch_plan(n, d, r, l, sigma, epsilon, cholesky="decimal")
     if plan is not None and plan["reserve"] <= share * delta:
         S = grid_sketch(X, plan, rng, chunk_size=chunk_size)
         delta_ndis = rp_replace_delta(epsilon, (l / plan["sigma_eff"]) ** 2, r)
