@@ -5,6 +5,8 @@ analytic Gaussian closed form (skdp.mechanisms.gaussian.gaussian_delta), the
 paper's Monte-Carlo estimator, and mpmath evaluations written in this file.
 """
 
+import math
+
 import mpmath
 import numpy as np
 import pytest
@@ -416,7 +418,7 @@ def test_private_sketch_uses_the_decimal_factor_where_long_double_is_too_coarse(
     from skdp.mechanisms.ndis import (SKETCH_RESERVE_SHARE, _cached_rp_noise_multiplier,
                                       grid_sketch_plan, private_sketch)
 
-    n, d, r, eps = 500_000, 3, 40, 1.0
+    n, d, r, eps = 500_000, 3, 2000, 1.0
     delta = 1.0 / n**2
     sigma = _cached_rp_noise_multiplier(eps, delta * (1 - SKETCH_RESERVE_SHARE), r)
     ld = grid_sketch_plan(n, d, r, 1.0, sigma, eps)
@@ -432,4 +434,31 @@ def test_private_sketch_uses_the_decimal_factor_where_long_double_is_too_coarse(
     assert np.all(np.mod(S / g, 1.0) == 0.0)
     # and it is a sketch of the data: S^T S / r estimates X^T X + sigma^2 I
     G = X.T @ X + dec["sigma_eff"] ** 2 * np.eye(d)
-    assert np.trace(S.T @ S / r) == pytest.approx(np.trace(G), rel=0.5)
+    sd = np.sqrt((np.outer(np.diag(G), np.diag(G)) + G**2) / r)  # Wishart entry sd
+    assert np.all(np.abs(S.T @ S / r - G) <= 4.5 * sd)
+
+
+def test_gaussian_levels_cover_any_scale_with_samplable_draws():
+    """Scales up to 2^200 split into draws of at most 2^40 whose variances add up to s^2."""
+    from skdp.mechanisms._discrete import _MAX_SIGMA
+    from skdp.mechanisms.ndis import _gaussian_levels
+
+    for s in (3.0, 2.0**40, 2.0**41 * 1.3, 2.0**77.5, 2.0**120, 2.0**200):
+        levels, eps = _gaussian_levels(s)
+        assert all(0 < si <= _MAX_SIGMA for _, si in levels)
+        assert levels[-1][0] == 0 and len(levels) == 1 + max(0, math.ceil((math.log2(s) - 40) / 36))
+        var = math.fsum(math.ldexp(si, j) ** 2 for j, si in levels)
+        assert var == pytest.approx(s * s, rel=1e-12)
+        assert eps < 1e-100
+
+
+def test_grid_sketch_plan_stays_on_the_grid_for_any_n_at_delta_one_over_n_squared():
+    from skdp.mechanisms.ndis import (SKETCH_RESERVE_SHARE, _cached_rp_noise_multiplier,
+                                      grid_sketch_plan)
+
+    for d, r in ((10, 40), (100, 110)):
+        for n in (10**5, 10**6, 10**7, 4 * 10**8):
+            delta = 1.0 / n**2
+            sigma = _cached_rp_noise_multiplier(1.0, delta * (1 - SKETCH_RESERVE_SHARE), r)
+            plan = grid_sketch_plan(n, d, r, 1.0, sigma, 1.0, cholesky="decimal")
+            assert plan is not None and plan["reserve"] <= SKETCH_RESERVE_SHARE * delta

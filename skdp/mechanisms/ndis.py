@@ -808,13 +808,13 @@ def _cholesky_longdouble(M):
 
 
 #: decimal digits of the Cholesky used when long double's backward error is too large for delta
-_DEC_PREC = 40
+_DEC_PREC = 60
 #: unit roundoff of that arithmetic (correctly rounded to _DEC_PREC significant digits)
 _DEC_UNIT = 0.5 * 10.0 ** (1 - _DEC_PREC)
 
 
 def _cholesky_decimal_grid(M, p_F):
-    """``round(F / p_F)`` (int64, upper) for the Cholesky factor ``F`` of ``M`` in decimal arithmetic.
+    """``round(F / p_F)`` (Python ints, upper) for the Cholesky factor ``F`` of ``M`` in decimal.
 
     The same column Cholesky as :func:`_cholesky_longdouble` (Higham 2002,
     Algorithm 10.2), every operation correctly rounded to ``_DEC_PREC``
@@ -823,8 +823,11 @@ def _cholesky_decimal_grid(M, p_F):
     ``F^T F = M + D``, ``|D| <= gamma_{d+1} |F^T| |F|``. ``M`` (integers
     below ``2^62``) is converted exactly. The division by the power of two
     ``p_F`` and the rounding to integers are exact up to one more rounding at
-    ``_DEC_PREC`` digits (a relative ``1e-39``, inside the plan's ``1e-12``
-    slack on ``rho``). Returns None if a pivot is not positive.
+    ``_DEC_PREC`` digits (a relative ``1e-59``; the plan keeps ``|F / p_F|``
+    below ``2^130``, so this moves a quotient by less than ``1e-19`` of a
+    unit, inside the plan's ``1e-12`` slack on ``rho``). Returns an object
+    array of Python ints (they can exceed int64), or None if a pivot is not
+    positive.
     """
     import decimal
 
@@ -848,7 +851,7 @@ def _cholesky_decimal_grid(M, p_F):
                 t = ctx.subtract(t, ctx.multiply(Li[k], Lj[k]))
             Li[j] = ctx.divide(t, Lj[j])
     step = D(float(p_F))  # a power of two: exact
-    out = np.zeros((d, d), dtype=np.int64)
+    out = np.zeros((d, d), dtype=object)
     for i in range(d):
         for j in range(i + 1):
             out[j, i] = int(ctx.divide(L[i][j], step).to_integral_value(decimal.ROUND_HALF_EVEN))
@@ -871,6 +874,30 @@ def _wide_gaussian_params(s):
     return s1, j, s2
 
 
+def _gaussian_levels(s):
+    """Levels ``[(j_i, s_i)]``, every ``s_i <= 2^40``, and the total-variation bound of the sum.
+
+    ``Y = sum_i 2^(j_i) Y_i`` with independent exact ``Y_i ~ N_Z(0, s_i^2)``
+    (:func:`skdp.mechanisms._discrete.sample_discrete_gaussian`) is within
+    ``eps_total`` of ``N_Z(0, sum_i 4^(j_i) s_i^2)``. Built by applying
+    :func:`_wide_gaussian_params` to the remainder until it is a single
+    draw: each step ``2^j Y1 + Y2`` costs ``eps_c / (1 - eps_c)`` (see
+    :func:`grid_sketch`, step (a)) when ``Y2`` is exact, and an
+    approximation of ``Y2`` within ``t`` adds ``t`` (post-processing), so
+    the bounds add up.
+    """
+    levels, eps_total = [], 0.0
+    while s > 2.0**40:
+        s1, j, s2 = _wide_gaussian_params(s)
+        S1 = math.ldexp(s1, j)
+        eps_c = _theta_bound(S1 * S1 * s2 * s2 / (S1 * S1 + s2 * s2) / 4.0**j)
+        eps_total += eps_c / (1.0 - eps_c)
+        levels.append((j, s1))
+        s = s2
+    levels.append((0, s))
+    return levels, eps_total
+
+
 def grid_sketch_plan(n, d, r, data_norm, sigma, epsilon, *, cholesky="longdouble", a_floor=None):
     """Public parameters and total-variation bound of :func:`grid_sketch`; ``None`` if infeasible.
 
@@ -891,14 +918,9 @@ def grid_sketch_plan(n, d, r, data_norm, sigma, epsilon, *, cholesky="longdouble
     """
     from ._discrete import DISCRETE_GAUSSIAN_SAMPLER_TV, rounded_gaussian_tv_bound
 
-    if cholesky == "decimal" and a_floor is None:
-        # the finest factor grid whose integer products stay in range (a public search)
-        for e in range(64, 39, -2):
-            plan = grid_sketch_plan(n, d, r, data_norm, sigma, epsilon, cholesky="decimal",
-                                    a_floor=2.0**-e)
-            if plan is not None:
-                return plan
-        return None
+    exact = cholesky == "decimal"  # decimal factor, Python-int products: no int64 limits
+    if exact and a_floor is None:
+        a_floor = 2.0**-100
     n, d, r = int(n), int(d), int(r)
     ld = max(1, math.ceil(math.log2(d)))
     m = min(20, (61 - math.ceil(math.log2(n + 1))) // 2, (51 - ld) // 2)
@@ -933,16 +955,12 @@ def grid_sketch_plan(n, d, r, data_norm, sigma, epsilon, *, cholesky="longdouble
         return None
     g_fine = math.ldexp(p_F, -k)  # resolution of Z^ F~ (units q)
     s_Y = math.sqrt(c_target) / g_fine
-    if not (1.0 <= s_Y <= 2.0**78):
+    if not (1.0 <= s_Y <= 2.0**200):
         return None
     s1, j, sy2 = _wide_gaussian_params(s_Y)
-    if j == 0:
-        S_Y2, eps_comp, draws = s1 * s1, 0.0, 1
-    else:
-        S1 = math.ldexp(s1, j)
-        S_Y2 = S1 * S1 + sy2 * sy2
-        eps_comp = _theta_bound(S1 * S1 * sy2 * sy2 / S_Y2 / 4.0**j)
-        draws = 2
+    levels, eps_levels = _gaussian_levels(s_Y)
+    S_Y2 = math.fsum(math.ldexp(si, ji) ** 2 for ji, si in levels)
+    draws = len(levels)
     S_Y2 *= 1.0 - 1e-12
     c_eff = S_Y2 * g_fine * g_fine
     sp2 = c_eff / FRn**2
@@ -951,7 +969,7 @@ def grid_sketch_plan(n, d, r, data_norm, sigma, epsilon, *, cholesky="longdouble
     eps1 = _theta_bound(4.0**k)
     rd = r * d
     tv_normals = rd * (DISCRETE_GAUSSIAN_SAMPLER_TV + 0.5 * (eps1 + eps3) + 1e-300)
-    tv_noise = rd * (draws * DISCRETE_GAUSSIAN_SAMPLER_TV + eps_comp / (1.0 - eps_comp)
+    tv_noise = rd * (draws * DISCRETE_GAUSSIAN_SAMPLER_TV + eps_levels
                      + rounded_gaussian_tv_bound(math.sqrt(S_Y2)))
     # exact integer products: digits of b bits, |sum_k Y_Z F_digit| < 2^52
     b = 52 - (k + 6) - ld
@@ -960,13 +978,15 @@ def grid_sketch_plan(n, d, r, data_norm, sigma, epsilon, *, cholesky="longdouble
     F_max = math.ceil(FRn / p_F) + 1  # bound on |F~ / p_F|
     n_digits = max(1, math.ceil(F_max.bit_length() / b))
     V_bound = d * 2 ** (k + 6) * F_max + 2 ** 7 * math.ceil(s_Y)
-    if V_bound >= 2**92:
+    if V_bound >= 2**92 and not exact:  # two int64 limbs; the exact mode adds Python ints
+        return None
+    if exact and F_max >= 2**130:  # the decimal quotient's rounding (see _cholesky_decimal_grid)
         return None
     tv = tv_factor + tv_normals + tv_noise
     return dict(n=n, d=d, r=r, data_norm=float(data_norm), sigma=float(sigma), m=m, s2=s2,
                 cholesky=cholesky,
                 sigma_eff=math.sqrt(s2) * float(data_norm) * 2.0**-m, p_F=p_F, k=k,
-                s_Y=s_Y, s1=s1, j=j, sy2=sy2, b=b, n_digits=n_digits, a=a,
+                s_Y=s_Y, s1=s1, j=j, sy2=sy2, levels=levels, b=b, n_digits=n_digits, a=a,
                 smoothing_variance=c_eff * float(data_norm) ** 2 * 4.0**-m,
                 tv_factor=tv_factor, tv_normals=tv_normals, tv_noise=tv_noise,
                 reserve=(1.0 + math.exp(epsilon)) * tv)
@@ -1067,14 +1087,11 @@ def _add_shifted(hi, lo, A, s):
 
 
 def _sample_wide_gaussian(plan, shape, rng, hi, lo):
-    """Add ``N_Z(0, s_Y^2)`` noise (``2^j Y1 + Y2`` when ``s_Y > 2^40``) to ``(hi, lo)``."""
+    """Add ``N_Z(0, s_Y^2)`` noise (``sum_i 2^(j_i) Y_i``, :func:`_gaussian_levels`) to ``(hi, lo)``."""
     from ._discrete import sample_discrete_gaussian
 
-    if plan["j"] == 0:
-        _add_shifted(hi, lo, sample_discrete_gaussian(plan["s1"], shape, rng), 0)
-        return
-    _add_shifted(hi, lo, sample_discrete_gaussian(plan["s1"], shape, rng), plan["j"])
-    _add_shifted(hi, lo, sample_discrete_gaussian(plan["sy2"], shape, rng), 0)
+    for j, s in plan["levels"]:
+        _add_shifted(hi, lo, sample_discrete_gaussian(s, shape, rng), j)
 
 
 def grid_sketch(X, plan, rng, *, chunk_size=10_000):
@@ -1131,7 +1148,9 @@ def grid_sketch(X, plan, rng, *, chunk_size=10_000):
        limbs (``hi 2^32 + lo``).
     6. *Isotropic noise on the grid*: ``V = T + Y`` with ``Y ~ N_Z(0, s_Y^2)``
        (``s_Y = sqrt(c) / g``, ``c = kappa s2``; above ``2^40`` the sum
-       ``2^j Y1 + Y2`` of two exact discrete Gaussians), exact in the limbs.
+       ``sum_i 2^(j_i) Y_i`` of exact discrete Gaussians of scales at most
+       ``2^40``, :func:`_gaussian_levels`), exact in the limbs (or, with the
+       decimal factor, in Python integers: no range limit).
        The release is ``fl(hi 2^32 + lo) g q``: IEEE addition rounds the
        exact integer ``V`` correctly, so the released doubles are a function
        of ``V`` alone.
@@ -1204,7 +1223,8 @@ def grid_sketch(X, plan, rng, *, chunk_size=10_000):
     m, k, r, b, p_F = plan["m"], plan["k"], plan["r"], plan["b"], plan["p_F"]
     G = _integer_gram(rows, plan["data_norm"], m, chunk_size)
     G[np.diag_indices(d)] += plan["s2"]
-    if plan.get("cholesky", "longdouble") == "decimal":
+    exact = plan.get("cholesky", "longdouble") == "decimal"
+    if exact:
         Fint = _cholesky_decimal_grid(G, p_F)
     else:
         F = _cholesky_longdouble(G)  # G's entries are below 2^62: exact in long double
@@ -1219,15 +1239,26 @@ def grid_sketch(X, plan, rng, *, chunk_size=10_000):
         if np.max(np.abs(YZ)) <= limit:
             break
     YZf = YZ.astype(float)
+    mask = (1 << b) - 1
+    shift = -(k + m) + int(math.log2(p_F))
+    if exact:  # Python ints (object arrays): the same integer V without a range limit
+        V = np.zeros((r, d), dtype=object)
+        for t in range(plan["n_digits"]):
+            digit = (sgn * ((mag >> (b * t)) & mask)).astype(float)
+            V += (YZf @ digit).astype(np.int64).astype(object) * (1 << (b * t))
+        for j, s in plan["levels"]:
+            V += sample_discrete_gaussian(s, (r, d), rng).astype(object) * (1 << j)
+        # float(int) is correctly rounded: the release is a function of the integer V alone
+        Vf = np.array([float(v) for v in V.ravel()]).reshape(r, d)
+        return np.ldexp(Vf, shift) * plan["data_norm"]
     hi = np.zeros((r, d), dtype=np.int64)
     lo = np.zeros((r, d), dtype=np.int64)
-    mask = (1 << b) - 1
     for t in range(plan["n_digits"]):
         digit = (sgn * ((mag >> (b * t)) & mask)).astype(float)
         _add_shifted(hi, lo, (YZf @ digit).astype(np.int64), b * t)
     _sample_wide_gaussian(plan, (r, d), rng, hi, lo)
     V = hi.astype(float) * 2.0**32 + lo.astype(float)
-    return np.ldexp(V, -(k + m) + int(math.log2(p_F))) * plan["data_norm"]
+    return np.ldexp(V, shift) * plan["data_norm"]
 
 
 def private_sketch(X, r, epsilon, delta, data_norm, rng, *, chunk_size=10_000):
