@@ -67,6 +67,15 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
     default ``delta = 1/n^2``), the sketch is drawn in floating point at
     ``delta`` and the fit warns (``float_safe_ = False``).
 
+    Input: dense float64/float32 arrays (memmaps included) and
+    ``scipy.sparse`` CSR/CSC matrices are read one chunk of rows at a time
+    by the statistics kernel :mod:`skdp._stats` (clipping, weighting and
+    quantisation in one reused buffer; no copy of X, sparse input never
+    densified). ``sample_weight`` (in the public range [0, 1]) scales row
+    ``i`` by ``sqrt(w_i)`` after clipping: a weighted row is a row of norm at
+    most ``data_norm``, the only property of the rows the NDIS analysis
+    below uses, so the calibration is unchanged.
+
     Noise scale (replace-one neighbours, n public): rows are clipped to
     ``l = data_norm``; ``sigma = l * rp_noise_multiplier(eps, delta, r)``,
     the exact calibration of :func:`skdp.mechanisms.ndis.rp_replace_delta`:

@@ -200,6 +200,15 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
     ``c = R / sqrt(2)`` when the mean is estimated and ``c = 0`` when
     ``centered=True``.
 
+    The statistic is accumulated by the chunked kernel :mod:`skdp._stats`:
+    dense float64/float32 input (memmaps included) is read one chunk at a
+    time and never copied as a whole, ``scipy.sparse`` CSR/CSC input is
+    clipped on its stored values and never densified; ``transform`` accepts
+    sparse input and keeps float32. ``fit(X, sample_weight=w)`` accepts
+    weights in the public range [0, 1] (derivation in the module docstring:
+    the sensitivity is unchanged, the mean column's corner entry is no
+    longer constant and its profile entry becomes ``c^2 / n``).
+
     Parameters
     ----------
     n_components : int, float or None, default=None
