@@ -5,6 +5,7 @@ from numbers import Integral, Real
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
@@ -270,6 +271,8 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
         X_original : ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self)
+        if sp.issparse(X):  # projections are narrow: the dense output is larger than this copy
+            X = X.toarray()
         X = np.asarray(X)
         X = X.astype(X.dtype if X.dtype in (np.float32, np.float64) else np.float64, copy=False)
         return X @ self.components_.astype(X.dtype)

@@ -109,6 +109,7 @@ Non-symmetric noise (``"mvg"``, ``"r1smg"``) is symmetrised with
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -535,6 +536,8 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
         X_original : ndarray of shape (n_samples, n_features_in_)
         """
         check_is_fitted(self)
+        if sp.issparse(X):  # projections are narrow: the dense output is larger than this copy
+            X = X.toarray()
         X = np.asarray(X)
         X = X.astype(X.dtype if X.dtype in (np.float32, np.float64) else np.float64, copy=False)
         if X.ndim != 2 or X.shape[1] != self.n_components_:
