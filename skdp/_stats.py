@@ -189,7 +189,7 @@ class AugmentedRows:
             if sw is not None:
                 col *= sw
 
-    def chunks(self, chunk_rows=None, post_scale=None):
+    def chunks(self, chunk_rows=None, post_scale=None, allow_view=False):
         """Yield ``(start, Xpart, E)`` per chunk of rows, in order.
 
         Dense input: ``Xpart`` and ``E`` are the two column blocks of one
@@ -199,7 +199,10 @@ class AugmentedRows:
         scaled), ``E`` a small dense ``m x n_extra`` buffer. The yielded
         arrays are overwritten by the next chunk. ``post_scale`` (dense only):
         a public constant multiplied into every augmented row in the same pass
-        (the grid sketch's quantisation factor).
+        (the grid sketch's quantisation factor). ``allow_view`` (dense only):
+        a float64 C-contiguous chunk that needs no scaling is yielded as a
+        read-only view of X itself (``self.buffer_used`` is then False) instead
+        of being copied into the buffer.
         """
         if chunk_rows is not None and self.sparse:
             rows = max(1, int(chunk_rows))
@@ -235,15 +238,34 @@ class AugmentedRows:
             B = B_buf[:stop - start]
             Xpart = B[:, :self.d]
             src = self.X[start:stop]
+            if src.dtype != np.float64:
+                # float32: upcast copy first (a plain cast is fast; mixed-dtype ufuncs
+                # are not), then norms and scaling on the float64 chunk in cache
+                np.copyto(Xpart, src)
+                src = Xpart
             f = None
             if self.data_norm is not None or self.sqrt_w is not None:
-                # norms read from the source (float64 accumulation for float32)
+                # float64: norms read from the source, scaled in the same pass as the copy
                 norms = _dense_norms(src) if self.data_norm is not None else None
-                f = self._row_factor(norms, start, stop)
+                if (allow_view and self.sqrt_w is None and post_scale is None
+                        and src is not Xpart and src.flags.c_contiguous
+                        and np.all(norms <= self.data_norm)):
+                    f = "view"
+                else:
+                    f = self._row_factor(norms, start, stop)
+            elif allow_view and post_scale is None and src is not Xpart and src.flags.c_contiguous:
+                f = "view"
+            self.buffer_used = not (isinstance(f, str))
+            if not self.buffer_used:  # no row needs scaling: read the chunk in place
+                E = B[:, self.d:]
+                self._fill_extra(E, start, stop)
+                yield start, src, E
+                continue
             if post_scale is not None:
                 f = post_scale if f is None else f * post_scale
             if f is None:
-                np.copyto(Xpart, src)  # float32 chunks upcast here, one chunk at a time
+                if src is not Xpart:
+                    np.copyto(Xpart, src)
             elif np.ndim(f) == 0:
                 np.multiply(src, f, out=Xpart)
             else:  # clip (and weight) in the same pass as the upcast copy
@@ -344,9 +366,22 @@ def clipped_gram(X, data_norm, *, y=None, label_bound=None, intercept=None, samp
         for _, Xpart, E in rows.chunks(chunk_rows):
             _sparse_chunk_gram(G, Xpart, E, d)
         return np.ascontiguousarray((G + G.T) / 2.0)
-    for start, Xpart, E in rows.chunks(chunk_rows):
+    Gx = None  # X^T X of the chunks read in place (no scaling needed), and their extras
+    Gxe = np.zeros((d, k - d))
+    for start, Xpart, E in rows.chunks(chunk_rows, allow_view=True):
         m = Xpart.shape[0]
-        G = _syrk_into(G, rows.buffer[:m])
+        if rows.buffer_used:
+            G = _syrk_into(G, rows.buffer[:m])
+            continue
+        if Gx is None:
+            Gx = np.zeros((d, d), order="F")
+        Gx = _syrk_into(Gx, Xpart)
+        if k > d:
+            Gxe += Xpart.T @ E
+            G[d:, d:] += E.T @ E  # (upper triangle used; symmetrised below)
+    if Gx is not None:
+        G[:d, :d] += Gx
+        G[:d, d:] += Gxe
     return np.ascontiguousarray(_symmetrize_upper(G))
 
 

@@ -5,6 +5,7 @@ from numbers import Integral, Real
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
@@ -67,6 +68,15 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
     factorization's error grows with ``n``: roughly ``n > 2 * 10^5`` at the
     default ``delta = 1/n^2``), the sketch is drawn in floating point at
     ``delta`` and the fit warns (``float_safe_ = False``).
+
+    Input: dense float64/float32 arrays (memmaps included) and
+    ``scipy.sparse`` CSR/CSC matrices are read one chunk of rows at a time
+    by the statistics kernel :mod:`skdp._stats` (clipping, weighting and
+    quantisation in one reused buffer; no copy of X, sparse input never
+    densified). ``sample_weight`` (in the public range [0, 1]) scales row
+    ``i`` by ``sqrt(w_i)`` after clipping: a weighted row is a row of norm at
+    most ``data_norm``, the only property of the rows the NDIS analysis
+    below uses, so the calibration is unchanged.
 
     Noise scale (replace-one neighbours, n public): rows are clipped to
     ``l = data_norm``; ``sigma = l * rp_noise_multiplier(eps, delta, r)``,
@@ -262,6 +272,8 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
         X_original : ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self)
+        if sp.issparse(X):  # projections are narrow: the dense output is larger than this copy
+            X = X.toarray()
         X = np.asarray(X)
         X = X.astype(X.dtype if X.dtype in (np.float32, np.float64) else np.float64, copy=False)
         return X @ self.components_.astype(X.dtype)

@@ -526,6 +526,8 @@ def test_sparse_and_float32_input():
                          random_state=3).fit(Xs)
         np.testing.assert_allclose(est.components_, dense.components_, rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(est.transform(Xs), dense.transform(X), rtol=1e-9, atol=1e-12)
+    Z = dense.transform(X)
+    np.testing.assert_allclose(dense.inverse_transform(sp.csr_matrix(Z)), dense.inverse_transform(Z))
     X32 = X.astype(np.float32)
     est = PrivatePCA(n_components=2, data_norm=1.0, random_state=3).fit(X32)
     assert est.transform(X32).dtype == np.float32

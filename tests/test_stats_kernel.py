@@ -170,3 +170,20 @@ def test_sparse_memory_proportional_to_nnz():
     dense_result = 1000 * 1000 * 8
     assert peak < 0.5 * nbytes + 3 * dense_result
     assert peak < 0.02 * X.shape[0] * X.shape[1] * 8  # far below a dense copy
+
+
+@pytest.mark.parametrize("R", [100.0, 1.0])
+def test_chunks_read_in_place_and_copied_mix(R):
+    """Chunks without a row to clip are read in place; mixed with clipped chunks the sum is exact."""
+    X, y, _ = _data(n=2000, d=5)
+    X[:1000] *= 1e-3  # the first chunks need no clipping at R = 1
+    for kw in ({}, dict(intercept=0.3), dict(y=y, label_bound=1.0, intercept=0.3)):
+        G = clipped_gram(X, R, chunk_rows=128, **kw)
+        ref = _naive(X, R, y=kw.get("y"), B=kw.get("label_bound"), c=kw.get("intercept"))
+        np.testing.assert_allclose(G, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
+        assert np.array_equal(G, G.T)
+    rows = AugmentedRows(X, R)
+    used = [rows.buffer_used for _ in rows.chunks(128, allow_view=True)]
+    assert not used[0]  # read in place
+    if R == 1.0:
+        assert used[-1]  # clipped rows: copied and scaled

@@ -109,6 +109,7 @@ Non-symmetric noise (``"mvg"``, ``"r1smg"``) is symmetrised with
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -200,6 +201,15 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
     l2 sensitivity ``sqrt(2) (R^2 + c^2/2) / n`` with ``R = data_norm``,
     ``c = R / sqrt(2)`` when the mean is estimated and ``c = 0`` when
     ``centered=True``.
+
+    The statistic is accumulated by the chunked kernel :mod:`skdp._stats`:
+    dense float64/float32 input (memmaps included) is read one chunk at a
+    time and never copied as a whole, ``scipy.sparse`` CSR/CSC input is
+    clipped on its stored values and never densified; ``transform`` accepts
+    sparse input and keeps float32. ``fit(X, sample_weight=w)`` accepts
+    weights in the public range [0, 1] (derivation in the module docstring:
+    the sensitivity is unchanged, the mean column's corner entry is no
+    longer constant and its profile entry becomes ``c^2 / n``).
 
     Parameters
     ----------
@@ -527,6 +537,8 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
         X_original : ndarray of shape (n_samples, n_features_in_)
         """
         check_is_fitted(self)
+        if sp.issparse(X):  # projections are narrow: the dense output is larger than this copy
+            X = X.toarray()
         X = np.asarray(X)
         X = X.astype(X.dtype if X.dtype in (np.float32, np.float64) else np.float64, copy=False)
         if X.ndim != 2 or X.shape[1] != self.n_components_:

@@ -1276,6 +1276,9 @@ def private_sketch(X, r, epsilon, delta, data_norm, rng, *, chunk_size=10_000):
     at ``sigma = l * rp_noise_multiplier(eps, delta, r)`` with
     :func:`gaussian_sketch` and ``info["float_safe"]`` is False (callers warn).
 
+    ``X`` may be an array, a sparse matrix or the lazy clipped rows
+    :class:`skdp._stats.AugmentedRows` (read one chunk at a time, no copy).
+
     Returns
     -------
     S : ndarray of shape (r, d)
