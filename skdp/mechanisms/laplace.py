@@ -307,6 +307,16 @@ def _discrete_laplace_variance(t):
     return 2.0 * q / math.expm1(-1.0 / t) ** 2
 
 
+def _discrete_laplace_variances(t):
+    """:func:`_discrete_laplace_variance` of every entry of ``t`` (0 where ``t <= 0``), vectorised."""
+    t = np.asarray(t, dtype=np.float64)
+    out = np.zeros_like(t)
+    pos = t > 0
+    x = -1.0 / t[pos]
+    out[pos] = 2.0 * np.exp(x) / np.expm1(x) ** 2
+    return out
+
+
 class InidLaplace(GridRelease, _PureMechanism):
     """Laplace noise with optimal non-identical scales (Muthukrishnan & Kalyani 2023, Theorem 5).
 
@@ -373,7 +383,7 @@ class InidLaplace(GridRelease, _PureMechanism):
         if loss > epsilon:
             t = np.where(noisy, np.ceil(t * (loss / epsilon) * (1 + 1e-12)), 0.0)
         scales = t * g
-        var = np.array([_discrete_laplace_variance(float(ti)) if ti > 0 else 0.0 for ti in t]) * g**2
+        var = _discrete_laplace_variances(t) * g**2
         mse = float(np.sum(w * (var + g**2 / 4.0)))
         return {"scales": scales, "grid": g, "t": t.astype(np.int64)}, mse
 
