@@ -64,10 +64,13 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
     law is within a public total variation of a post-processing of the
     real-arithmetic NDIS sketch; ``(1 + e^eps)`` times that distance
     (``delta_reserve_``) is added to delta, and sigma is calibrated at
-    ``0.99 delta``. When the reserve exceeds ``delta / 100`` (the
-    factorization's error grows with ``n``: roughly ``n > 2 * 10^5`` at the
-    default ``delta = 1/n^2``), the sketch is drawn in floating point at
-    ``delta`` and the fit warns (``float_safe_ = False``).
+    ``0.99 delta``. When the long-double reserve exceeds ``delta / 100``
+    (the factorization's error grows with ``n``: roughly ``n > 10^5`` at
+    ``d = 100`` and the default ``delta = 1/n^2``), the factor is computed
+    with 60 decimal digits and the products in Python integers (reserve
+    about ``1e-30`` at any ``n``). Only when no grid plan exists is the
+    sketch drawn in floating point at ``delta``, with a warning
+    (``float_safe_ = False``).
 
     Input: dense float64/float32 arrays (memmaps included) and
     ``scipy.sparse`` CSR/CSC matrices are read one chunk of rows at a time
