@@ -191,7 +191,6 @@ def _floor(name, X, y_cls):
 
 def child(spec):
     """Measure one (input, estimator) pair; print one JSON line."""
-    import tracemalloc
     import warnings
 
     import numpy as np
@@ -211,21 +210,26 @@ def child(spec):
         warm, _ = _estimator(name)  # one-time costs (imports, calibration caches) off the clock
         m = min(2000, n)
         warm.fit(X[:m], y[:m]) if y is not None else warm.fit(X[:m])
-        tracemalloc.start()
-        t0 = time.perf_counter()
-        try:
-            est.fit(X, y) if y is not None else est.fit(X)
-        except Exception as e:  # reported in the table
-            out["status"] = type(e).__name__ + ": " + str(e)[:60]
-        out["fit_s"] = time.perf_counter() - t0
-        out["mem_x_input"] = tracemalloc.get_traced_memory()[1] / nbytes
-        tracemalloc.stop()
+        _timed_fit(est, X, y, nbytes, out)
     return out
 
 
-def _child_dask(spec, out):
+def _timed_fit(est, X, y, nbytes, out):
+    """Fit once under tracemalloc; fill ``fit_s``, ``mem_x_input`` and ``status`` of ``out``."""
     import tracemalloc
 
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    try:
+        est.fit(X, y) if y is not None else est.fit(X)
+    except Exception as e:  # reported in the table
+        out["status"] = type(e).__name__ + ": " + str(e)[:60]
+    out["fit_s"] = time.perf_counter() - t0
+    out["mem_x_input"] = tracemalloc.get_traced_memory()[1] / nbytes
+    tracemalloc.stop()
+
+
+def _child_dask(spec, out):
     import dask.array as da
     import numpy as np
     from dask.distributed import Client, LocalCluster
@@ -244,15 +248,7 @@ def _child_dask(spec, out):
         (X.T @ X).compute()
         out["floor_s"], out["floor"] = time.perf_counter() - t0, "dask xtx"
         est, target = _estimator(name)
-        tracemalloc.start()
-        t0 = time.perf_counter()
-        try:
-            est.fit(X, y) if target == "reg" else est.fit(X)
-        except Exception as e:
-            out["status"] = type(e).__name__ + ": " + str(e)[:60]
-        out["fit_s"] = time.perf_counter() - t0
-        out["mem_x_input"] = tracemalloc.get_traced_memory()[1] / nbytes
-        tracemalloc.stop()
+        _timed_fit(est, X, y if target == "reg" else None, nbytes, out)
     return out
 
 
