@@ -153,18 +153,65 @@ def test_ssp_eigenvalue_floor_keeps_small_n_stable():
     assert worst < 2  # measured: 0.40 with the floor, 7.8 without it
 
 
-def test_adassp_budget_split():
+def _balle_wang_delta(mu, eps):
+    """Independent oracle: the exact delta of a Gaussian pair at separation mu (Balle & Wang 2018)."""
+    from scipy.stats import norm
+
+    return norm.cdf(mu / 2 - eps / mu) - np.exp(eps) * norm.cdf(-mu / 2 - eps / mu)
+
+
+@pytest.mark.parametrize("eps, delta, intercept", [(1.5, 3e-6, False), (1.0, 1e-5, True), (0.1, 1e-8, True),
+                                                   (5.0, 1e-6, False)])
+def test_adassp_joint_calibration_is_exact(eps, delta, intercept):
     X, y, _ = _data(n=2000)
-    reg = PrivateOLS(method="adassp", epsilon=1.5, delta=3e-6, data_norm=1.0, label_bound=2.0,
-                     fit_intercept=False, random_state=0).fit(X, y)
+    reg = PrivateOLS(method="adassp", epsilon=eps, delta=delta, data_norm=1.0, label_bound=2.0,
+                     fit_intercept=intercept, random_state=0).fit(X, y)
     specs = reg.noise_spec_
     assert len(specs) == 3
-    assert all(s.epsilon == pytest.approx(0.5) and s.delta == pytest.approx(1e-6) for s in specs)
-    assert specs[0].query.l2_bound == pytest.approx(1.0)  # lambda_min: Lx^2
-    assert specs[1].query.l2_bound == pytest.approx(np.sqrt(2))  # Gram: sqrt(2) Lx^2
-    assert specs[2].query.l2_bound == pytest.approx(2 * 1.0 * 2.0)  # X^T y: 2 Lx B
+    Lx2 = 2.0 if intercept else 1.0
+    # the three sensitivities (lambda_min: Lx^2; Gram: sqrt(2) 1.5 R^2 / sqrt(2) R^2; X^T y: 2 Lx B)
+    assert specs[0].query.l2_bound == pytest.approx(Lx2)
+    assert specs[1].query.l2_bound == pytest.approx(np.sqrt(2) * (1.5 if intercept else 1.0))
+    assert specs[2].query.l2_bound == pytest.approx(2 * np.sqrt(Lx2) * 2.0)
+    # composed separation of the three released (rounded) statistics, from the spec's scales
+    rounded = []
+    for sp in specs:
+        k = sp.query.n_released
+        assert sp.params["grid"] <= 1e-6 * sp.query.l2_bound / np.sqrt(k)
+        rounded.append(sp.query.l2_bound + sp.params["grid"] * np.sqrt(k))
+    mu = np.sqrt(sum((r / sp.params["sigma"]) ** 2 for r, sp in zip(rounded, specs)))
+    reserve = sum(sp.params["tv_reserve"] for sp in specs)
+    assert 0 < reserve < 1e-3 * delta
+    total = _balle_wang_delta(mu, eps) + reserve
+    assert total <= delta * (1 + 1e-9)
+    assert total >= delta * (1 - 1e-6)  # tight: no budget left unused
+    # power: 1% less noise on every release exceeds delta
+    assert _balle_wang_delta(mu / 0.99, eps) > delta
+    # the ledger's curve is the same mu
+    from skdp._filter import release_curve
+
+    assert release_curve(specs).mu == pytest.approx(mu, rel=1e-9)
     assert reg.ridge_ >= 0
-    assert reg.privacy_spent_.epsilon == 1.5 and reg.privacy_spent_.delta == 3e-6
+    assert reg.privacy_spent_.epsilon == eps and reg.privacy_spent_.delta == delta
+
+
+def test_adassp_joint_noise_vs_basic_composition():
+    # the former calibration: each release analytic Gaussian at (eps/3, delta/3)
+    X, y, _ = _data(n=2000)
+    reg = PrivateOLS(method="adassp", epsilon=1.0, delta=1e-5, data_norm=1.0, label_bound=1.0,
+                     random_state=0).fit(X, np.clip(y, -1, 1))
+    mu = reg.noise_spec_[0].params["joint_mu"]
+    old = [analytic_gaussian_sigma(1 / 3, 1e-5 / 3, sp.query.l2_bound) for sp in reg.noise_spec_]
+    new = [sp.params["sigma"] for sp in reg.noise_spec_]
+    # equal shares (sigma_i = sqrt(3) Delta_i / mu) would give 1.70x less noise on each release (issue 16)
+    equal = [np.sqrt(3) * sp.query.l2_bound / mu for sp in reg.noise_spec_]
+    assert all(1.68 < o / e < 1.71 for o, e in zip(old, equal))
+    # the public shares: lambda_min 0.1, the rest Delta_G B / Lx : Delta_b
+    w = [sp.params["share"] for sp in reg.noise_spec_]
+    assert w[0] == pytest.approx(0.1) and sum(w) == pytest.approx(1.0)
+    a_g, a_b = np.sqrt(2) * 1.5 * 1.0 / np.sqrt(2), 2 * np.sqrt(2) * 1.0
+    assert w[1] / w[2] == pytest.approx(a_g / a_b)
+    assert new[1] < old[1] / 1.3 and new[2] < old[2] / 1.9
 
 
 def test_sketch_sigma_is_replace_one_calibration():
