@@ -91,6 +91,41 @@ def _ssp_sensitivity(R, B, c):
     return float(np.sqrt(max(g(v) for v in cand)))
 
 
+def _ssp_l1_sensitivity(R, B, c, d):
+    """Replace-one l1 sensitivity bound of the upper triangle of ``Z^T Z`` (pure route).
+
+    ``z = (x, c, y)``, ``z' = (x', c, y')``, ``x, x'`` in the ball of radius
+    ``R`` of ``R^d``, ``|y|, |y'| <= B``, ``c`` shared (``c = 0``: no
+    intercept column). The released change splits into five blocks,
+
+    * ``T1 = sum_{i<=j} |x_i x_j - x'_i x'_j|``. For a sign pattern ``s``,
+      ``sum s_ij (x_i x_j - x'_i x'_j) = x^T A x - x'^T A x'`` with
+      ``A_ii = s_ii``, ``A_ij = s_ij / 2``; over the ball this is at most
+      ``R^2 (lambda_max(A)_+ + lambda_min(A)_-) <= R^2 sqrt(2) ||A||_F
+      = R^2 sqrt(d (d + 3) / 2)`` (``a + b <= sqrt(2 (a^2 + b^2))`` and
+      ``lambda_max^2 + lambda_min^2 <= ||A||_F^2``), for every pattern;
+    * ``T2 = c ||x - x'||_1 <= 2 c sqrt(d) R`` (``||x||_1 <= sqrt(d) ||x||``);
+    * ``T3 = ||x y - x' y'||_1 <= |y| ||x||_1 + |y'| ||x'||_1 <= 2 sqrt(d) R B``;
+    * ``T4 = c |y - y'| <= 2 c B``; ``T5 = |y^2 - y'^2| <= B^2``;
+
+    (the ``c^2`` entry does not change). Also, the change has at most
+    ``K - 1`` non-zero coordinates (``K`` released, the ``c^2`` one
+    constant; ``K`` without intercept), so ``||.||_1 <= sqrt(K - 1) Delta_2``
+    with the exact ``Delta_2`` of :func:`_ssp_sensitivity`. The smaller of
+    the two bounds is returned. It is an upper bound, not the supremum
+    (each block's worst case is reached by a different pair): against a
+    numeric maximisation over the domain it is 1.16-1.38x above the
+    largest change found for ``d <= 4`` (``tests/test_ols.py``).
+    """
+    R, B, c, d = float(R), float(B), float(c), int(d)
+    sd = np.sqrt(d)
+    blocks = (np.sqrt(d * (d + 3) / 2.0) * R**2 + 2 * sd * R * B + B**2
+              + 2 * c * (sd * R + B))
+    k = d + (2 if c > 0 else 1)  # columns of Z
+    nonzero = k * (k + 1) // 2 - (1 if c > 0 else 0)
+    return float(min(blocks, np.sqrt(nonzero) * _ssp_sensitivity(R, B, c)))
+
+
 def _gram_sensitivity(R, c):
     """Exact replace-one l2 sensitivity of the upper triangle of ``X^T X`` with
     rows ``(x, c)``, ``||x|| <= R`` (``c = 0``: no intercept column).
@@ -181,6 +216,41 @@ def _joint_gaussian_specs(queries, shares, epsilon, delta):
     return specs
 
 
+def _spectral_bound(s_entry, p):
+    """``s sqrt(p log(2 p^2 / 0.05))``: AdaSSP's bound on the spectral norm of the
+    symmetric ``p x p`` Gram noise with per-entry scale ``s`` (Wang 2018)."""
+    return float(s_entry) * np.sqrt(p * np.log(2.0 * p * p / 0.05))
+
+
+def _noise_to_signal(bound, n, p, Lx2):
+    """``rho = bound / (n Lx^2 / p)``: the noise bound against the mean eigenvalue
+    ``tr(X^T X) / p <= n Lx^2 / p`` that the augmented features can have (public)."""
+    return float(bound) * p / (float(n) * float(Lx2))
+
+
+#: ``rho`` above which the SSP floor grows with it: ``floor = bound * max(1, rho / SSP_WEAK_RHO)``
+SSP_WEAK_RHO = 2.0
+#: ``method="auto"``: AdaSSP inside this ``rho`` window when ``d >= AUTO_ADASSP_MIN_D``, else SSP
+AUTO_ADASSP_RHO = (0.2, 1.5)
+AUTO_ADASSP_MIN_D = 20
+
+
+def _auto_rho(n, d, epsilon, delta, fit_intercept):
+    """``rho`` of "ssp" at ``label_bound = data_norm`` (scale free): a function of
+    (n, d, epsilon, delta) only, used by ``method="auto"``."""
+    c = 1.0 if fit_intercept else 0.0
+    p = d + int(fit_intercept)
+    s = _ssp_sensitivity(1.0, 1.0, c) / analytic_gaussian_mu(epsilon, delta)
+    return _noise_to_signal(_spectral_bound(s, p), n, p, 1.0 + c * c)
+
+
+def _auto_method(n, d, epsilon, delta, fit_intercept):
+    """The public rule of ``method="auto"`` (see :class:`PrivateOLS`)."""
+    lo, hi = AUTO_ADASSP_RHO
+    rho = _auto_rho(n, d, epsilon, delta, fit_intercept)
+    return "adassp" if d >= AUTO_ADASSP_MIN_D and lo <= rho <= hi else "ssp"
+
+
 def _psd_solve(A, b, ridge=0.0, floor=0.0):
     """Solve ``(A + ridge I) x = b`` for a noisy symmetric ``A``.
 
@@ -256,12 +326,28 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         ``R = B = 1``, was ``sqrt(2)(2R^2 + B^2) = 4.243``); without
         intercept and ``B^2 <= 2 R^2``: ``Delta_2 = (2R^2 + B^2)/sqrt(2)``.
         Tested against a numeric maximisation over the domain.
+        With ``delta = 0`` (pure epsilon-DP): the same release with the
+        Laplace mechanism on the grid (exactly epsilon-DP, Dwork et al.
+        2006; floating-point safe) calibrated to the replace-one l1
+        sensitivity bound of the upper triangle of ``Z^T Z``
+        (``_ssp_l1_sensitivity``: ``sqrt(d (d+3)/2) R^2 + 2 sqrt(d) R B + B^2
+        + 2 c (sqrt(d) R + B)`` or ``sqrt(K - 1) Delta_2``, whichever is
+        smaller; 23.7 at ``R = B = c = 1``, ``d = 10``), tested against a
+        numeric maximisation over the domain (never exceeded; 1.16-1.38x
+        above the largest change found, so a tighter exact supremum would
+        lower the noise by up to that factor).
         Then ``theta`` solves the noisy normal equations with the
         eigenvalues of the noisy ``X^T X`` floored at the public
-        ``s sqrt(p log(2 p^2 / 0.05))`` (``s`` the per-entry noise scale;
-        the bound on the noise's spectral norm AdaSSP uses), then the
-        pseudo-inverse: post-processing that keeps small-n fits from
-        inverting pure noise.
+        ``bound * max(1, rho / 2)`` (``floor_``), then the pseudo-inverse:
+        ``bound = s sqrt(p log(2 p^2 / 0.05))`` (``s`` the per-entry noise
+        scale) is the bound on the noise's spectral norm that AdaSSP uses
+        (Wang 2018), and ``rho = bound / (n Lx^2 / p)`` compares it with the
+        largest mean eigenvalue the augmented features allow. Post-processing
+        of the release with public quantities: noise-dominated directions are
+        not inverted, and when the noise dominates everywhere (``rho > 2``)
+        the coefficients shrink towards 0 (the centre of the public label
+        range), which keeps the fit at or below the mean predictor when the
+        signal is weak (``benchmarks/bench_ols.py --crossover``).
     ``"adassp"`` (verified)
         AdaSSP (Wang 2018, Algorithm 2) with its three Gaussian releases
         calibrated **jointly** to ``(eps, delta)``: (i) ``lambda_min(X^T X)``,
@@ -307,22 +393,25 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         *asymptotically* DP (a central limit theorem in r), no finite-r
         guarantee.
     ``"auto"``
-        always ``"adassp"`` (so it depends on no data at all). Reason:
-        SSP-type releases add noise of fixed size, while the sketch's error
-        grows with the data (``|Z|_F^2 / sqrt(r)`` sketching error plus a
-        ``sigma^2`` ridge); plain SSP can blow up when the noisy Gram matrix
-        is near-singular, which AdaSSP's private ridge prevents. In
-        ``benchmarks/bench_ols.py`` adassp is best or within 2% of the best
-        verified method in all 10 settings except where SSP is unstable
-        (diabetes: sketch is 1.5% better at eps <= 0.5; synthetic: ssp is
-        up to 8% better at eps >= 0.5), and never unstable.
-
+        A public rule of ``(n, d, epsilon, delta)`` (no data, no bounds):
+        ``rho`` is the noise-to-signal ratio of ``"ssp"`` at
+        ``label_bound = data_norm`` (``_auto_rho``); ``"adassp"`` when
+        ``d >= 20`` and ``0.2 <= rho <= 1.5``, else ``"ssp"``. Derived from
+        the measured crossovers (``benchmarks/bench_ols.py --crossover``,
+        diabetes and synthetic data, n = 1000 to 100 000, d = 5 to 50,
+        epsilon = 0.1 to 3, 20 seeds): AdaSSP's ridge beats SSP's floor by
+        5-21% only for ``d >= 20`` at intermediate ``rho``, SSP is better or
+        equal elsewhere (up to 2x at ``rho`` about 0.1-0.3, where AdaSSP's
+        ridge over-regularises), and the sketch is never better than the
+        better of the two by more than 3%, up to 4.9x worse at large n.
+        With ``delta = 0``: the pure-epsilon ``"ssp"`` (Laplace).
     Parameters
     ----------
     method : {"auto", "sketch", "ssp", "adassp", "ls", "als"}, default="auto"
     epsilon : float, default=1.0
     delta : float or None, default=None
-        ``None`` means ``1/n^2`` (n public). The paper uses ``1/n``, which
+        ``None`` means ``1/n^2`` (n public). ``0`` gives pure epsilon-DP:
+        only ``"ssp"`` (Laplace) offers it, and ``"auto"`` selects it. The paper uses ``1/n``, which
         allows mechanisms that publish one whole record; ``1/n^2`` is the
         safer default.
     data_norm : float or None, default=None
@@ -370,6 +459,8 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         share of ``mu^2`` in ``params``).
     ridge_ : float
         AdaSSP ridge ``lambda`` (0 for other methods).
+    floor_ : float
+        SSP eigenvalue floor (0 for other methods).
     delta_ : float
         The delta used (``delta`` or ``1/n^2``).
     data_norm_, label_bound_ : float
@@ -389,6 +480,8 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     .. [4] Balle, B., Wang, Y.-X. (2018). Improving the Gaussian mechanism
        for differential privacy: analytical calibration and optimal
        denoising. ICML.
+    .. [5] Dwork, C., McSherry, F., Nissim, K., Smith, A. (2006). Calibrating
+       noise to sensitivity in private data analysis. TCC.
 
     Examples
     --------
@@ -434,18 +527,34 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         return tags
 
     # ------------------------------------------------------------------
-    def _resolve_method(self):
-        return "adassp" if self.method == "auto" else self.method
+    def _resolve_method(self, n_samples, n_features):
+        """The method; ``"auto"`` by the public rule of ``(n, d, epsilon, delta)``."""
+        if self.method != "auto":
+            return self.method
+        delta = self.delta
+        if delta is None:
+            delta = default_delta(n_samples) if n_samples is not None and n_samples >= 2 else None
+        eps = self.epsilon
+        if delta == 0:
+            return "ssp"  # the pure epsilon-DP route (Laplace)
+        if (n_features is None or n_samples is None or delta is None
+                or not (isinstance(eps, Real) and 0 < eps < np.inf) or not 0 < delta < 1):
+            return "ssp"  # the structure or the budget does not tell; fit reports the error if any
+        return _auto_method(n_samples, n_features, float(eps), float(delta), self.fit_intercept)
 
     def _check_public(self, n_samples, n_features):
         """Errors decided by the parameters and the shape of X alone."""
         super()._check_public(n_samples, n_features)
-        method = self._resolve_method()
+        method = self._resolve_method(n_samples, n_features)
         if self.relative_dp and method not in ("sketch", "ls", "als"):
             raise ValueError(
                 f"relative_dp=True is only available for 'sketch', 'ls', 'als', not {method!r}.")
         if self.delta is None and n_samples is not None and n_samples < 2:
             default_delta(n_samples)  # raises with a clear message
+        if self.delta == 0 and method != "ssp":
+            raise ValueError(
+                f"delta=0 (pure epsilon-DP) is available for method='ssp' or 'auto', not {method!r}; "
+                "give delta > 0 or use method='auto'.")
         if method in ("sketch", "ls", "als") and n_features is not None:
             p = n_features + (1 if self.fit_intercept else 0)
             r = self._sketch_rows(p)
@@ -462,6 +571,10 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         """
         Lx2 = data_norm**2 * (2.0 if self.fit_intercept else 1.0)
         c = data_norm if self.fit_intercept else 0.0
+        if method == "ssp" and delta == 0:  # pure epsilon-DP: Laplace on the grid
+            d = p - int(self.fit_intercept)
+            return [calibrate(Query((p + 1, p + 1), l1_sensitivity=_ssp_l1_sensitivity(data_norm, lb, c, d),
+                                    symmetric=True), epsilon, 0.0, mechanism="laplace")]
         if method == "ssp":
             return [calibrate(Query((p + 1, p + 1), l2_sensitivity=_ssp_sensitivity(data_norm, lb, c),
                                     symmetric=True), epsilon, delta)]
@@ -490,12 +603,12 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         -------
         self
         """
-        method = self._resolve_method()
         n, d_public = public_shape(X)
         if n is None:
             n = _num_samples(X)  # raises sklearn's error for inputs that are not array-like
+        method = self._resolve_method(n, d_public)
         delta = default_delta(n) if self.delta is None else self.delta
-        epsilon, delta = check_epsilon_delta(self.epsilon, delta, require_delta=True)
+        epsilon, delta = check_epsilon_delta(self.epsilon, delta, require_delta=method != "ssp")
         if method in _UNVERIFIED:
             warnings.warn(
                 f"PrivateOLS(method={method!r}) is NOT verified differentially private: "
@@ -553,7 +666,7 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
 
         r = self._sketch_rows(p) if method in ("sketch", "ls", "als") else self.sketch_size
         self.sketch_size_ = r
-        self.sigma_, self.noise_spec_, self.ridge_ = None, None, 0.0
+        self.sigma_, self.noise_spec_, self.ridge_, self.floor_ = None, None, 0.0, 0.0
         Z = np.column_stack([X, y])
 
         if method == "sketch":
@@ -595,10 +708,12 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                 pre["specs"] = self._ssp_specs(method, p, data_norm, lb, epsilon, delta)
             (spec,) = pre["specs"]
             A = spec.privatize(A, rng)
-            # public eigenvalue floor: the bound on the noise's spectral norm that AdaSSP uses
-            s_entry = np.sqrt(spec.expected_squared_error) / (p + 1)
-            floor = s_entry * np.sqrt(p * np.log(2.0 * p * p / 0.05))
-            theta = _psd_solve(A[:p, :p], A[:p, p], floor=floor)
+            # public eigenvalue floor: the bound on the noise's spectral norm that AdaSSP uses,
+            # raised with the noise-to-signal ratio rho when the noise dominates
+            bound = _spectral_bound(np.sqrt(spec.expected_squared_error) / (p + 1), p)
+            rho = _noise_to_signal(bound, n, p, Lx2)
+            self.floor_ = float(bound * max(1.0, rho / SSP_WEAK_RHO))
+            theta = _psd_solve(A[:p, :p], A[:p, p], floor=self.floor_)
             self.noise_spec_ = spec
         else:  # adassp
             G = X.T @ X
