@@ -472,3 +472,32 @@ def test_delta_zero_needs_ssp(method):
     with pytest.raises(ValueError, match="delta=0"):
         PrivateOLS(method=method, delta=0.0, data_norm=1.0, label_bound=2.0, accountant=ledger).fit(X, y)
     assert ledger.spent.epsilon == 0.0  # raised before the charge
+
+
+def test_sketch_row_bound_is_attained_with_the_constant_column():
+    # Issue 16 asked whether the sketch may discount the constant column (c = data_norm), which
+    # every other row also carries. It may not: the n - 1 other rows z0 = (-x, c, 0) can be
+    # orthogonal to both v = (x, c, B) and v' = (x, c, -B), and v is orthogonal to v' when
+    # B^2 = 2 R^2; the whitened pair is then exactly the worst case of rp_replace_delta at
+    # L = |v|^2 / sigma^2 = (2 R^2 + B^2) / sigma^2. Oracle: the exact hockey-stick divergence of
+    # the two Gaussian sketch laws (r i.i.d. rows N(0, Z^T Z + sigma^2 I)) on this dataset pair.
+    from skdp.mechanisms.ndis import ndis_delta
+
+    R, B, r, eps, delta = 1.0, np.sqrt(2.0), 3, 1.0, 1e-3
+    x0 = np.full(6, -R)
+    X = x0.copy()[:, None]
+    X[0] = R
+    y = np.zeros(6)
+    y[0] = B
+    yp = y.copy()
+    yp[0] = -B
+    reg = PrivateOLS(method="sketch", epsilon=eps, delta=delta, data_norm=R, label_bound=B,
+                     sketch_size=r, random_state=0).fit(X, y)
+    Z = np.column_stack([X, np.full(6, R), y])
+    Zp = np.column_stack([X, np.full(6, R), yp])
+    S = np.kron(np.eye(r), Z.T @ Z + reg.sigma_**2 * np.eye(3))
+    Sp = np.kron(np.eye(r), Zp.T @ Zp + reg.sigma_**2 * np.eye(3))
+    attained = ndis_delta(np.zeros(3 * r), S, np.zeros(3 * r), Sp, eps)
+    assert attained <= delta
+    assert attained >= 0.98 * delta  # the calibration is tight on this pair: no discount is valid
+    assert rp_replace_delta(eps, 0.97 * (2 * R**2 + B**2) / reg.sigma_**2, r) < attained

@@ -293,6 +293,19 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         for **replace-one** neighbours: the exact rank-2 spectrum of
         :func:`skdp.mechanisms.ndis.rp_replace_delta` at ``L = R^2/sigma^2``
         (the paper's ``sigma = l/sqrt(lbar)`` covers add/remove only).
+        The row bound keeps the constant column: although every other row
+        carries ``c`` too, the ``n - 1`` other rows can all be
+        ``z0 = (-x, c, 0)``, orthogonal to both ``v = (x, c, B)`` and
+        ``v' = (x, c, -B)``, and ``v`` is orthogonal to ``v'`` when
+        ``B^2 = 2 R^2`` (``R = data_norm``); the whitened pair is then
+        exactly the worst case of ``rp_replace_delta`` at
+        ``L = (2 R^2 + B^2) / sigma^2`` for every n, so no discount for the
+        shared column is valid in general (tested with the exact
+        hockey-stick divergence of the two sketch laws, ``ndis_delta``). At
+        ``B = R`` a numeric search over such pairs (large n, ``d >= 2``)
+        reaches generalized eigenvalues within 1% of the same worst case,
+        so a discount there could lower the noise by well under 1%, not
+        the ``sqrt(3/2)`` once hoped for.
         The sketch is sampled as ``Z_r F`` with ``F^T F = Z^T Z + sigma^2 I``
         (same distribution as ``G [Z; sigma I]``), in ``O(n p^2 + r p^2)``
         time, and released on a public grid by the shared
