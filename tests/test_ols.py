@@ -440,7 +440,7 @@ def test_ssp_l1_sensitivity_bounds_numeric_maximisation(R, B, c, d):
     bound = _ssp_l1_sensitivity(R, B, c, d)
     num = _numeric_l1_sup(R, B, c, d)
     assert num <= bound * (1 + 1e-9)  # never exceeded
-    assert num >= bound / 1.45  # and not far above what the domain reaches (measured 1.16-1.38x)
+    assert num >= bound / 1.5  # and not far above what the domain reaches (measured 1.20-1.45x)
     # independent closed-form checks of the two bounds of the docstring
     blocks = np.sqrt(d * (d + 3) / 2) * R**2 + 2 * np.sqrt(d) * R * B + B**2 + 2 * c * (np.sqrt(d) * R + B)
     assert bound <= blocks * (1 + 1e-12)

@@ -108,13 +108,18 @@ def _ssp_l1_sensitivity(R, B, c, d):
     * ``T3 = ||x y - x' y'||_1 <= |y| ||x||_1 + |y'| ||x'||_1 <= 2 sqrt(d) R B``;
     * ``T4 = c |y - y'| <= 2 c B``; ``T5 = |y^2 - y'^2| <= B^2``;
 
-    (the ``c^2`` entry does not change). Also, the change has at most
-    ``K - 1`` non-zero coordinates (``K`` released, the ``c^2`` one
-    constant; ``K`` without intercept), so ``||.||_1 <= sqrt(K - 1) Delta_2``
-    with the exact ``Delta_2`` of :func:`_ssp_sensitivity`. The smaller of
-    the two bounds is returned. It is an upper bound, not the supremum
+    (the ``c^2`` entry does not change). Also ``||.||_1 <= sqrt(K) Delta_2``
+    for ``K`` released coordinates, with the exact ``Delta_2`` of
+    :func:`_ssp_sensitivity`. The smaller of the two bounds is returned.
+    Both also hold for rows weighted by ``sqrt(w)``, ``w`` in ``[0, 1]``:
+    the l1 norm of ``w z z^T - w' z' z'^T`` is convex in ``(w, w')``, so it
+    is largest at a vertex; ``(1, 1)`` is the case above, and ``(1, 0)``
+    gives ``(||z||_1^2 + |z|^2) / 2 <= (d+1) R^2 / 2 + c^2 + B^2 + sqrt(d) R (c
+    + B) + c B``, below the block bound term by term when ``c <= sqrt(d) R``
+    (``d^2 + 4d - 1 >= 0`` for the ``R^2`` terms), and below ``sqrt(K)``
+    times the l2 change, itself at most ``Delta_2``. It is an upper bound, not the supremum
     (each block's worst case is reached by a different pair): against a
-    numeric maximisation over the domain it is 1.16-1.38x above the
+    numeric maximisation over the domain it is 1.20-1.45x above the
     largest change found for ``d <= 4`` (``tests/test_ols.py``).
     """
     R, B, c, d = float(R), float(B), float(c), int(d)
@@ -122,8 +127,9 @@ def _ssp_l1_sensitivity(R, B, c, d):
     blocks = (np.sqrt(d * (d + 3) / 2.0) * R**2 + 2 * sd * R * B + B**2
               + 2 * c * (sd * R + B))
     k = d + (2 if c > 0 else 1)  # columns of Z
-    nonzero = k * (k + 1) // 2 - (1 if c > 0 else 0)
-    return float(min(blocks, np.sqrt(nonzero) * _ssp_sensitivity(R, B, c)))
+    if c > np.sqrt(d) * R:
+        raise ValueError("the l1 bound is derived for a constant column c <= sqrt(d) data_norm.")
+    return float(min(blocks, np.sqrt(k * (k + 1) // 2) * _ssp_sensitivity(R, B, c)))
 
 
 def _gram_sensitivity(R, c):
@@ -344,9 +350,9 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         2006; floating-point safe) calibrated to the replace-one l1
         sensitivity bound of the upper triangle of ``Z^T Z``
         (``_ssp_l1_sensitivity``: ``sqrt(d (d+3)/2) R^2 + 2 sqrt(d) R B + B^2
-        + 2 c (sqrt(d) R + B)`` or ``sqrt(K - 1) Delta_2``, whichever is
+        + 2 c (sqrt(d) R + B)`` or ``sqrt(K) Delta_2``, whichever is
         smaller; 23.7 at ``R = B = c = 1``, ``d = 10``), tested against a
-        numeric maximisation over the domain (never exceeded; 1.16-1.38x
+        numeric maximisation over the domain (never exceeded; 1.20-1.45x
         above the largest change found, so a tighter exact supremum would
         lower the noise by up to that factor).
         Then ``theta`` solves the noisy normal equations with the
