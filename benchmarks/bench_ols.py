@@ -21,6 +21,13 @@ rows i.i.d. ``N(0, Z^T Z + sigma^2 I)``, without forming ``G``) and
 ``explicit`` (generates ``G`` in chunks and multiplies). Times are the best
 of 3 runs.
 
+``--crossover`` prints only the table behind ``method="auto"``: test MSE
+(mean +- sd over ``--seeds`` seeds) of "adassp", "ssp", "sketch" and
+"auto" on diabetes as in issue 16 (rows at unit norm, y centred and scaled
+to [-1, 1], 70/30 split) and on synthetic data for n in {1000, 10000,
+100000}, d in {5, 10, 20, 50}, epsilon in {0.1, 0.3, 1, 3}, with the rule's
+public noise-to-signal ratio ``rho`` (writes benchmarks/results/ols_crossover.csv).
+
 Run: ``python3 benchmarks/bench_ols.py [--quick]`` (writes
 benchmarks/results/ols.csv; ``--quick``: 1 seed, synthetic 20 000 x 20, the
 first sketch size only).
@@ -59,10 +66,73 @@ def _datasets(n_synthetic=100_000):
     yield "synthetic", Xtr, ytr, Xte, yte, 1.0, 2.0, 1.0
 
 
+def _diabetes_unit():
+    """Diabetes as in issue 16: rows at unit norm, y centred and scaled to [-1, 1], 70/30 split."""
+    X, y = load_diabetes(return_X_y=True)
+    y = y - y.mean()
+    return train_test_split(_common.unit_rows(X), y / np.abs(y).max(), test_size=0.3, random_state=0)
+
+
+def _synthetic(n, d, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(int(n / 0.8), d)) / np.sqrt(d)
+    w = rng.uniform(-1, 1, size=d)
+    y = np.clip(X @ w + 0.1 * rng.standard_normal(len(X)), -2, 2)
+    return train_test_split(X, y, test_size=0.2, random_state=0)
+
+
+def crossover(seeds=20, quick=False):
+    """Test MSE of the verified methods and of ``"auto"`` vs n, d, epsilon (mean +- sd over seeds).
+
+    The table behind the rule of ``method="auto"`` (see :class:`skdp.PrivateOLS`): ``rho`` is
+    the public noise-to-signal ratio of the rule (``_auto_rho``); ``mean`` is the training-mean
+    predictor, ``LR`` non-private least squares.
+    """
+    from skdp.linear_model._ols import _auto_rho
+
+    cases = [("diabetes", 309, 10, _diabetes_unit(), 1.0)]
+    grid_n, grid_d = ((1000, 10000), (5, 20)) if quick else ((1000, 10000, 100000), (5, 10, 20, 50))
+    cases += [(f"synthetic", n, d, _synthetic(n, d), 2.0) for n in grid_n for d in grid_d]
+    methods = ("adassp", "ssp", "sketch", "auto")
+    print(f"\nmethod crossovers: test MSE, mean +- sd over {seeds} seeds, delta = 1/n^2")
+    print(f"{'data':10s} {'n':>6s} {'d':>3s} {'eps':>4s} {'rho':>7s} {'mean':>7s} {'LR':>7s} "
+          + " ".join(f"{m:>15s}" for m in methods) + "  auto->")
+    rows = []
+    for name, n, d, (Xtr, Xte, ytr, yte), lb in cases:
+        base = float(np.mean((ytr.mean() - yte) ** 2))
+        lr = float(np.mean((LinearRegression().fit(Xtr, ytr).predict(Xte) - yte) ** 2))
+        for eps in ((0.3, 1.0) if quick else (0.1, 0.3, 1.0, 3.0)):
+            cells, chosen = [], None
+            for m in methods:
+                mses = []
+                for s in range(seeds):
+                    reg = PrivateOLS(method=m, epsilon=eps, data_norm=1.0, label_bound=lb, random_state=s)
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore", PrivacyGuaranteeWarning)
+                        reg.fit(Xtr, ytr)
+                    mses.append(float(np.mean((reg.predict(Xte) - yte) ** 2)))
+                    chosen = reg.method_
+                cells.append((float(np.mean(mses)), float(np.std(mses))))
+                rows.append(dict(dataset=f"{name} n={len(ytr)} d={d}", method=m, epsilon=eps,
+                                 mse=cells[-1][0], fit_s=""))
+            rho = _auto_rho(len(ytr), d, eps, 1.0 / len(ytr) ** 2, True)
+            print(f"{name:10s} {len(ytr):6d} {d:3d} {eps:4g} {rho:7.3f} {base:7.4f} {lr:7.4f} "
+                  + " ".join(f"{a:7.4f}+-{b:6.4f}" for a, b in cells) + f"  {chosen}", flush=True)
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1 seed, smaller synthetic data (smoke run)")
-    quick = parser.parse_args(argv).quick
+    parser.add_argument("--crossover", action="store_true",
+                        help="only the method-crossover table behind method='auto'")
+    parser.add_argument("--seeds", type=int, default=20, help="seeds per cell of the crossover table")
+    args = parser.parse_args(argv)
+    quick = args.quick
+    if args.crossover:
+        rows = crossover(2 if quick else args.seeds, quick)
+        _common.write_csv("ols_crossover.csv", ["dataset", "method", "epsilon", "mse", "fit_s"], rows)
+        return
     reps = 1 if quick else REPS
     rows = []
     for name, Xtr, ytr, Xte, yte, dn, lb, scale in _datasets(20_000 if quick else 100_000):

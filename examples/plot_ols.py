@@ -4,10 +4,11 @@ Private least squares: test MSE vs epsilon for each method
 
 :class:`~skdp.PrivateOLS` offers three verified (epsilon, delta)-DP methods:
 
-* ``"adassp"`` (the ``"auto"`` choice): AdaSSP (Wang 2018), noisy
-  ``X^T X`` and ``X^T y`` plus a privately chosen ridge;
+* ``"adassp"``: AdaSSP (Wang 2018), noisy ``X^T X`` and ``X^T y``
+  (calibrated jointly) plus a privately chosen ridge;
 * ``"ssp"``: sufficient-statistics perturbation, the noisy normal equations
-  without ridge (unstable when the noisy Gram matrix is near-singular);
+  with a public eigenvalue floor (``"auto"`` picks ``"ssp"`` or ``"adassp"``
+  by a public rule of n, d and epsilon);
 * ``"sketch"``: the random-projection mechanism ``M_RP`` of Lu et al. (2023),
   least squares on a Gaussian sketch of ``[X, 1, y]`` over the records.
 
@@ -33,8 +34,8 @@ Data and public bounds (as in ``benchmarks/bench_ols.py``):
   ``[-1, 1]^10 / sqrt(10)`` (``data_norm = 1`` by construction),
   ``y = x w + 0.1 N(0, 1)`` clipped to ``[-2, 2]`` (``label_bound = 2``).
 
-``delta = 1/n^2`` (the estimator's default). Because SSP occasionally
-blows up, each point is the **median** test MSE over several noise seeds
+``delta = 1/n^2`` (the estimator's default). Each point is the
+**median** test MSE over several noise seeds
 (bars: minimum to maximum, clipped to the plotted range); the table also
 prints the mean. The y axis is logarithmic.
 
@@ -136,9 +137,9 @@ print(f"total time {time.perf_counter() - t_start:.1f} s")
 # On the small diabetes data (309 training rows) every private method stays
 # near the constant predictor until epsilon is large. On 24000 training rows
 # AdaSSP and SSP come close to LinearRegression from epsilon = 3 on, the
-# sketch more slowly. Without a ridge, SSP is unstable at small epsilon: its
-# median can even get worse from epsilon = 0.1 to 0.3, when fewer noisy
-# eigenvalues are floored at zero but some remain close to it.
+# sketch more slowly. SSP's public eigenvalue floor grows with the
+# noise-to-signal ratio, so at small epsilon it stays near the constant
+# predictor instead of inverting noise.
 fig, axes = plt.subplots(1, len(baselines), figsize=(11, 4.6))
 styles = {"adassp": ("tab:blue", "o-"), "ssp": ("tab:orange", "s-"),
           "sketch": ("tab:green", "^-"), "ls": ("0.55", "v--"), "als": ("0.35", "d--")}

@@ -38,9 +38,10 @@ huber objective (pure)     0       0.5         0.001
 huber DP-GD, T=20          0       0.25        0.336
 huber objective, C="auto"  0       0.1         0.182
 logistic AMP, 3 classes    0       0.1         0.348
-OLS ssp                    0       0.25        0.307
-OLS adassp                 0       0.1         0.551
-OLS sketch                 0       0.1         0.163
+OLS ssp                    0       0.5         0.115
+OLS adassp (joint)         0       0.5         0.070
+OLS sketch                 0       0.1         0.115
+OLS pure (Laplace, l1)     0       0.25        0.181
 PCA analyze_gauss          0       0.5         0.190
 PCA inid_gaussian          0       0.25        0.287
 PCA mvg                    0       0.05        0.507
@@ -49,9 +50,8 @@ random projection          0       0.5         0.153
 
 Half the noise is not caught where the route's analysis is loose on these
 pairs: the logistic loss moves its gradient by half the generic bound in a
-label flip, AMP bounds the worst gradient shift everywhere, SSP/AdaSSP split
-the budget between X^T X and X^T y (a pair that moves both by the bound still
-uses each part's worst case only partly), the i.n.i.d. box analysis is
+label flip, AMP bounds the worst gradient shift everywhere, the pure OLS
+route's l1 bound is 1.8x the change of this pair, the i.n.i.d. box analysis is
 tight only at a corner of the box, and the matrix-variate Gaussian (MVG) is
 calibrated from a bound on the whole statistic's norm, far above what one
 record moves it (it is also not floating-point safe: it warns, never auto).
@@ -203,8 +203,13 @@ for _m in ("ssp", "adassp", "sketch"):
     ROUTES[f"ols-{_m}"] = (
         PrivateOLS(method=_m, epsilon=EPS, delta=DELTA, data_norm=1.0, label_bound=1.0,
                    fit_intercept=False, sketch_size=4),
-        OLS_X, OLS_Y, OLS_XP, OLS_YP, None, {"ssp": 0.25, "adassp": 0.1, "sketch": 0.1}[_m],
+        OLS_X, OLS_Y, OLS_XP, OLS_YP, None, {"ssp": 0.5, "adassp": 0.5, "sketch": 0.1}[_m],
     )
+# delta = 0: the pure-epsilon SSP (Laplace on the grid, l1 sensitivity bound)
+ROUTES["ols-pure"] = (
+    PrivateOLS(method="auto", epsilon=EPS, delta=0.0, data_norm=1.0, label_bound=1.0, fit_intercept=False),
+    OLS_X, OLS_Y, OLS_XP, OLS_YP, None, 0.25,
+)
 
 
 def _audit(name, n_fits=N_FITS):

@@ -368,14 +368,18 @@ def test_adassp_curve_combines_its_releases():
     est = PrivateOLS(method="adassp", epsilon=0.3, delta=1e-6, data_norm=1.0, label_bound=1.0,
                      accountant=led).fit(X, y)
     (rec,) = led.spends
+    # the three Gaussian releases are calibrated jointly (PrivateOLS, "adassp"): their
+    # separations (rounded sensitivity / sigma) compose to the fit's curve, whose mu is the
+    # largest one within (epsilon, delta - the grid samplers' reserve)
     parts = []
     for spec in est.noise_spec_:
-        if spec.mechanism == "laplace":  # pure eps/3: the GDP bound of pure DP
-            parts.append(-2 * norm.ppf(1 / (1 + math.exp(spec.epsilon))))
-        else:
-            assert spec.mechanism == "analytic_gaussian"
-            parts.append(gdp_mu_cap(spec.epsilon, spec.delta))
-    assert rec.mu == pytest.approx(math.sqrt(sum(m * m for m in parts)), rel=1e-6)
+        assert spec.mechanism == "analytic_gaussian"
+        k = spec.query.n_released
+        parts.append((spec.query.l2_bound + spec.params["grid"] * math.sqrt(k)) / spec.params["sigma"])
+    mu = math.sqrt(sum(m * m for m in parts))
+    assert rec.mu == pytest.approx(mu, rel=1e-6)
+    reserve = sum(spec.params["tv_reserve"] for spec in est.noise_spec_)
+    assert rec.mu == pytest.approx(gdp_mu_cap(0.3, 1e-6 - reserve), rel=1e-6)
 
 
 def test_inferred_bounds_and_custom_accountants_get_no_curve():

@@ -1,7 +1,9 @@
 """Differentially private ordinary least squares."""
 
+import math
 import warnings
 from functools import lru_cache
+from types import MappingProxyType
 from numbers import Integral, Real
 
 import numpy as np
@@ -25,7 +27,9 @@ from .._validation import (
 from ..base import PrivateEstimatorMixin, private_fit
 from ..exceptions import PrivacyGuaranteeWarning
 from ..leverage import leverage_scores, residual_scores
-from ..mechanisms import Query, calibrate
+from ..mechanisms import NoiseSpec, Query, calibrate
+from ..mechanisms._grid import discrete_gaussian_tv_reserve, grid_step
+from ..mechanisms.gaussian import analytic_gaussian_mu
 from ..mechanisms.ndis import (
     als_F,
     gaussian_sketch,
@@ -88,6 +92,47 @@ def _ssp_sensitivity(R, B, c):
     return float(np.sqrt(max(g(v) for v in cand)))
 
 
+def _ssp_l1_sensitivity(R, B, c, d):
+    """Replace-one l1 sensitivity bound of the upper triangle of ``Z^T Z`` (pure route).
+
+    ``z = (x, c, y)``, ``z' = (x', c, y')``, ``x, x'`` in the ball of radius
+    ``R`` of ``R^d``, ``|y|, |y'| <= B``, ``c`` shared (``c = 0``: no
+    intercept column). The released change splits into five blocks,
+
+    * ``T1 = sum_{i<=j} |x_i x_j - x'_i x'_j|``. For a sign pattern ``s``,
+      ``sum s_ij (x_i x_j - x'_i x'_j) = x^T A x - x'^T A x'`` with
+      ``A_ii = s_ii``, ``A_ij = s_ij / 2``; over the ball this is at most
+      ``R^2 (lambda_max(A)_+ + lambda_min(A)_-) <= R^2 sqrt(2) ||A||_F
+      = R^2 sqrt(d (d + 3) / 2)`` (``a + b <= sqrt(2 (a^2 + b^2))`` and
+      ``lambda_max^2 + lambda_min^2 <= ||A||_F^2``), for every pattern;
+    * ``T2 = c ||x - x'||_1 <= 2 c sqrt(d) R`` (``||x||_1 <= sqrt(d) ||x||``);
+    * ``T3 = ||x y - x' y'||_1 <= |y| ||x||_1 + |y'| ||x'||_1 <= 2 sqrt(d) R B``;
+    * ``T4 = c |y - y'| <= 2 c B``; ``T5 = |y^2 - y'^2| <= B^2``;
+
+    (the ``c^2`` entry does not change). Also ``||.||_1 <= sqrt(K) Delta_2``
+    for ``K`` released coordinates, with the exact ``Delta_2`` of
+    :func:`_ssp_sensitivity`. The smaller of the two bounds is returned.
+    Both also hold for rows weighted by ``sqrt(w)``, ``w`` in ``[0, 1]``:
+    the l1 norm of ``w z z^T - w' z' z'^T`` is convex in ``(w, w')``, so it
+    is largest at a vertex; ``(1, 1)`` is the case above, and ``(1, 0)``
+    gives ``(||z||_1^2 + |z|^2) / 2 <= (d+1) R^2 / 2 + c^2 + B^2 + sqrt(d) R (c
+    + B) + c B``, below the block bound term by term when ``c <= sqrt(d) R``
+    (``d^2 + 4d - 1 >= 0`` for the ``R^2`` terms), and below ``sqrt(K)``
+    times the l2 change, itself at most ``Delta_2``. It is an upper bound, not the supremum
+    (each block's worst case is reached by a different pair): against a
+    numeric maximisation over the domain it is 1.20-1.45x above the
+    largest change found for ``d <= 4`` (``tests/test_ols.py``).
+    """
+    R, B, c, d = float(R), float(B), float(c), int(d)
+    sd = np.sqrt(d)
+    blocks = (np.sqrt(d * (d + 3) / 2.0) * R**2 + 2 * sd * R * B + B**2
+              + 2 * c * (sd * R + B))
+    k = d + (2 if c > 0 else 1)  # columns of Z
+    if c > np.sqrt(d) * R:
+        raise ValueError("the l1 bound is derived for a constant column c <= sqrt(d) data_norm.")
+    return float(min(blocks, np.sqrt(k * (k + 1) // 2) * _ssp_sensitivity(R, B, c)))
+
+
 def _gram_sensitivity(R, c):
     """Exact replace-one l2 sensitivity of the upper triangle of ``X^T X`` with
     rows ``(x, c)``, ``||x|| <= R`` (``c = 0``: no intercept column).
@@ -101,6 +146,116 @@ def _gram_sensitivity(R, c):
     R2, c2 = float(R) ** 2, float(c) ** 2
     t = max(-c2 / 2.0, -R2)
     return float(np.sqrt(2 * R2**2 - 2 * t**2 + c2 * (2 * R2 - 2 * t)))
+
+
+#: public share of mu^2 of AdaSSP's lambda_min release (see PrivateOLS)
+ADASSP_LAMBDA_SHARE = 0.1
+
+
+def _adassp_shares(R, B, c):
+    """Public shares of ``mu^2`` for AdaSSP's (lambda_min, X^T X, X^T y) releases.
+
+    ``lambda_min`` gets ``ADASSP_LAMBDA_SHARE``. The rest is split to
+    minimise the first-order error of ``theta = (G + E)^{-1} (b + e)``:
+    ``theta - theta* ~ G^{-1} (e - E theta*)`` with
+    ``E||e - E theta*||^2 = p s_b^2 + (p + 1) s_G^2 |theta*|^2``. With
+    ``s_i = Delta_i / (sqrt(w_i) mu)`` and ``w_G + w_b`` fixed, Lagrange
+    multipliers give ``w_G : w_b = Delta_G |theta*| : Delta_b``. ``theta*``
+    is private; its public scale is ``|theta*| = B / Lx`` (a coefficient
+    vector that maps the feature bound onto the label bound).
+    """
+    Lx = float(np.sqrt(R**2 + c**2))
+    a_g = _gram_sensitivity(R, c) * float(B) / Lx
+    a_b = 2.0 * Lx * float(B)
+    rest = 1.0 - ADASSP_LAMBDA_SHARE
+    return (ADASSP_LAMBDA_SHARE, rest * a_g / (a_g + a_b), rest * a_b / (a_g + a_b))
+
+
+def _joint_gaussian_specs(queries, shares, epsilon, delta):
+    """Grid Gaussian specs for releases that share one (epsilon, delta) jointly.
+
+    Releases ``i = 1..m`` with replace-one l2 sensitivities ``Delta_i`` and
+    independent Gaussian noise ``sigma_i`` are, together, one Gaussian
+    mechanism on the stacked, rescaled query ``(f_i / sigma_i)_i``, whose l2
+    sensitivity is ``mu = sqrt(sum_i (Delta_i / sigma_i)^2)`` (the worst case
+    of the sum is at most the sum of the worst cases); equivalently the
+    composition of ``mu_i``-GDP releases is ``sqrt(sum mu_i^2)``-GDP (Dong,
+    Roth & Su 2022, Cor. 3.3). It is (epsilon, delta')-DP iff
+    ``delta' >= Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu)`` (Balle & Wang
+    2018, Thm 8), so ``mu = mu0(epsilon, delta - reserve)`` and
+    ``sigma_i = Delta_i^g / (sqrt(share_i) mu)`` with ``sum share_i = 1``.
+
+    Every release is on its own power-of-two grid ``g_i``
+    (:func:`skdp.mechanisms._grid.grid_step`): its rounded sensitivity is
+    ``Delta_i^g = Delta_i + g_i sqrt(k_i)`` (``k_i`` released coordinates)
+    and its discrete-Gaussian sampler is within total variation ``tv_i`` of
+    the rounded continuous Gaussian. The reserve
+    ``(1 + e^eps) sum_i tv_i`` (:func:`~skdp.mechanisms._grid.discrete_gaussian_tv_reserve`)
+    is computed at the scales calibrated for the full delta, which are
+    smaller than the final ones (the bound decreases in the scale), and taken
+    from delta before ``mu`` is calibrated, so the fit is (epsilon,
+    delta)-DP including the sampling error. Each spec records its own
+    reserve, so :func:`skdp._filter.release_curve` of the specs is the
+    curve ``(mu, reserve / (1 + e^eps))`` of the whole fit.
+    """
+    shares = np.asarray(shares, dtype=float)
+    if not (len(shares) == len(queries) and np.all(shares > 0)
+            and abs(shares.sum() - 1.0) < 1e-12):
+        raise ValueError("shares must be positive, one per query, and sum to 1.")
+    shares = shares / shares.sum()
+    grids = [grid_step(q.l2_bound, np.sqrt(q.n_released)) for q in queries]
+    rounded = [q.l2_bound + g * np.sqrt(q.n_released) for q, g in zip(queries, grids)]
+    mu_full = analytic_gaussian_mu(epsilon, delta)
+    reserves = [discrete_gaussian_tv_reserve(epsilon, delta, np.full(q.n_released, dg / (np.sqrt(w) * mu_full) / g))
+                for q, g, dg, w in zip(queries, grids, rounded, shares)]
+    reserve = math.fsum(reserves)
+    mu = analytic_gaussian_mu(epsilon, delta - reserve)
+    specs = []
+    for q, g, dg, w, res in zip(queries, grids, rounded, shares, reserves):
+        sigma = dg / (np.sqrt(w) * mu)
+        mse = (sigma**2 + g**2 / 4.0) * float(np.sum(q.squared_error_weights()))
+        params = {"sigma": float(sigma), "grid": float(g), "l2_sensitivity": float(q.l2_bound),
+                  "rounded_l2_sensitivity": float(dg), "tv_reserve": float(res),
+                  "joint_mu": float(mu), "share": float(w)}
+        specs.append(NoiseSpec(mechanism="analytic_gaussian", query=q, epsilon=float(epsilon),
+                               delta=float(delta), verified=True, params=MappingProxyType(params),
+                               expected_squared_error=float(mse)))
+    return specs
+
+
+def _spectral_bound(s_entry, p):
+    """``s sqrt(p log(2 p^2 / 0.05))``: AdaSSP's bound on the spectral norm of the
+    symmetric ``p x p`` Gram noise with per-entry scale ``s`` (Wang 2018)."""
+    return float(s_entry) * np.sqrt(p * np.log(2.0 * p * p / 0.05))
+
+
+def _noise_to_signal(bound, n, p, Lx2):
+    """``rho = bound / (n Lx^2 / p)``: the noise bound against the mean eigenvalue
+    ``tr(X^T X) / p <= n Lx^2 / p`` that the augmented features can have (public)."""
+    return float(bound) * p / (float(n) * float(Lx2))
+
+
+#: ``rho`` above which the SSP floor grows with it: ``floor = bound * max(1, rho / SSP_WEAK_RHO)``
+SSP_WEAK_RHO = 2.0
+#: ``method="auto"``: AdaSSP inside this ``rho`` window when ``d >= AUTO_ADASSP_MIN_D``, else SSP
+AUTO_ADASSP_RHO = (0.2, 1.5)
+AUTO_ADASSP_MIN_D = 20
+
+
+def _auto_rho(n, d, epsilon, delta, fit_intercept):
+    """``rho`` of "ssp" at ``label_bound = data_norm`` (scale free): a function of
+    (n, d, epsilon, delta) only, used by ``method="auto"``."""
+    c = 1.0 if fit_intercept else 0.0
+    p = d + int(fit_intercept)
+    s = _ssp_sensitivity(1.0, 1.0, c) / analytic_gaussian_mu(epsilon, delta)
+    return _noise_to_signal(_spectral_bound(s, p), n, p, 1.0 + c * c)
+
+
+def _auto_method(n, d, epsilon, delta, fit_intercept):
+    """The public rule of ``method="auto"`` (see :class:`PrivateOLS`)."""
+    lo, hi = AUTO_ADASSP_RHO
+    rho = _auto_rho(n, d, epsilon, delta, fit_intercept)
+    return "adassp" if d >= AUTO_ADASSP_MIN_D and lo <= rho <= hi else "ssp"
 
 
 def _psd_solve(A, b, ridge=0.0, floor=0.0):
@@ -145,6 +300,19 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         for **replace-one** neighbours: the exact rank-2 spectrum of
         :func:`skdp.mechanisms.ndis.rp_replace_delta` at ``L = R^2/sigma^2``
         (the paper's ``sigma = l/sqrt(lbar)`` covers add/remove only).
+        The row bound keeps the constant column: although every other row
+        carries ``c`` too, the ``n - 1`` other rows can all be
+        ``z0 = (-x, c, 0)``, orthogonal to both ``v = (x, c, B)`` and
+        ``v' = (x, c, -B)``, and ``v`` is orthogonal to ``v'`` when
+        ``B^2 = 2 R^2`` (``R = data_norm``); the whitened pair is then
+        exactly the worst case of ``rp_replace_delta`` at
+        ``L = (2 R^2 + B^2) / sigma^2`` for every n, so no discount for the
+        shared column is valid in general (tested with the exact
+        hockey-stick divergence of the two sketch laws, ``ndis_delta``). At
+        ``B = R`` a numeric search over such pairs (large n, ``d >= 2``)
+        reaches generalized eigenvalues within 1% of the same worst case,
+        so a discount there could lower the noise by well under 1%, not
+        the ``sqrt(3/2)`` once hoped for.
         The sketch is sampled as ``Z_r F`` with ``F^T F = Z^T Z + sigma^2 I``
         (same distribution as ``G [Z; sigma I]``), in ``O(n p^2 + r p^2)``
         time, and released on a public grid by the shared
@@ -178,15 +346,31 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         ``R = B = 1``, was ``sqrt(2)(2R^2 + B^2) = 4.243``); without
         intercept and ``B^2 <= 2 R^2``: ``Delta_2 = (2R^2 + B^2)/sqrt(2)``.
         Tested against a numeric maximisation over the domain.
+        With ``delta = 0`` (pure epsilon-DP): the same release with the
+        Laplace mechanism on the grid (exactly epsilon-DP, Dwork et al.
+        2006; floating-point safe) calibrated to the replace-one l1
+        sensitivity bound of the upper triangle of ``Z^T Z``
+        (``_ssp_l1_sensitivity``: ``sqrt(d (d+3)/2) R^2 + 2 sqrt(d) R B + B^2
+        + 2 c (sqrt(d) R + B)`` or ``sqrt(K) Delta_2``, whichever is
+        smaller; 23.7 at ``R = B = c = 1``, ``d = 10``), tested against a
+        numeric maximisation over the domain (never exceeded; 1.20-1.45x
+        above the largest change found, so a tighter exact supremum would
+        lower the noise by up to that factor).
         Then ``theta`` solves the noisy normal equations with the
         eigenvalues of the noisy ``X^T X`` floored at the public
-        ``s sqrt(p log(2 p^2 / 0.05))`` (``s`` the per-entry noise scale;
-        the bound on the noise's spectral norm AdaSSP uses), then the
-        pseudo-inverse: post-processing that keeps small-n fits from
-        inverting pure noise.
+        ``bound * max(1, rho / 2)`` (``floor_``), then the pseudo-inverse:
+        ``bound = s sqrt(p log(2 p^2 / 0.05))`` (``s`` the per-entry noise
+        scale) is the bound on the noise's spectral norm that AdaSSP uses
+        (Wang 2018), and ``rho = bound / (n Lx^2 / p)`` compares it with the
+        largest mean eigenvalue the augmented features allow. Post-processing
+        of the release with public quantities: noise-dominated directions are
+        not inverted, and when the noise dominates everywhere (``rho > 2``)
+        the coefficients shrink towards 0 (the centre of the public label
+        range), which keeps the fit at or below the mean predictor when the
+        signal is weak (``benchmarks/bench_ols.py --crossover``).
     ``"adassp"`` (verified)
-        AdaSSP (Wang 2018, Algorithm 2) with budget split (eps/3, delta/3)
-        per release under basic composition: (i) ``lambda_min(X^T X)``,
+        AdaSSP (Wang 2018, Algorithm 2) with its three Gaussian releases
+        calibrated **jointly** to ``(eps, delta)``: (i) ``lambda_min(X^T X)``,
         replace-one sensitivity ``Lx^2`` (Weyl: removing ``x x^T`` lowers it
         by at most ``|x|^2``, adding ``x' x'^T`` never lowers it),
         released as ``max(lambda_min + noise - s1 z_{0.95}, 0)`` (a lower
@@ -197,6 +381,21 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         (iii) ``X^T y`` (``Delta_2 = 2 Lx B``: ``|x y - x' y'| <= 2 Lx B``,
         attained at ``x = x'``, ``y = -y' = B``: already exact),
         where ``Lx`` is the augmented feature bound and ``B = label_bound``.
+        Joint calibration: three independent Gaussian releases with
+        sensitivities ``Delta_i`` and scales ``sigma_i`` are one Gaussian
+        mechanism with separation ``mu = sqrt(sum (Delta_i / sigma_i)^2)``
+        (Dong, Roth & Su 2022, Cor. 3.3), exactly (eps, delta)-DP at
+        ``mu = mu0(eps, delta)`` (Balle & Wang 2018, Thm 8); ``mu^2`` is split
+        in public shares ``w_i`` (``sigma_i = Delta_i / (sqrt(w_i) mu)``):
+        ``w_1 = 0.1`` for ``lambda_min`` and the rest in the ratio
+        ``Delta_2 B / Lx : Delta_3``, which minimises the first-order error
+        ``p s_3^2 + (p+1) s_2^2 |theta|^2`` at the public coefficient scale
+        ``|theta| = B / Lx`` (``_adassp_shares``). The grid reserve of the
+        three discrete samplers is taken from delta first
+        (``_joint_gaussian_specs``). The former split (eps/3, delta/3) per
+        release by basic composition had a true composed delta of about
+        5e-12 at (1, 1e-5); the joint calibration adds 1.70x less noise at
+        eps = 1 for equal shares (1.73x at eps = 0.1, 1.61x at eps = 5).
         Ridge ``lambda = max(0, s2 sqrt(p log(2 p^2 / 0.05)) - lambda_min~)``
         with ``s2`` the per-entry noise scale of (ii) (Wang's rule with the
         noise scale of our calibration).
@@ -214,15 +413,18 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         *asymptotically* DP (a central limit theorem in r), no finite-r
         guarantee.
     ``"auto"``
-        always ``"adassp"`` (so it depends on no data at all). Reason:
-        SSP-type releases add noise of fixed size, while the sketch's error
-        grows with the data (``|Z|_F^2 / sqrt(r)`` sketching error plus a
-        ``sigma^2`` ridge); plain SSP can blow up when the noisy Gram matrix
-        is near-singular, which AdaSSP's private ridge prevents. In
-        ``benchmarks/bench_ols.py`` adassp is best or within 2% of the best
-        verified method in all 10 settings except where SSP is unstable
-        (diabetes: sketch is 1.5% better at eps <= 0.5; synthetic: ssp is
-        up to 8% better at eps >= 0.5), and never unstable.
+        A public rule of ``(n, d, epsilon, delta)`` (no data, no bounds):
+        ``rho`` is the noise-to-signal ratio of ``"ssp"`` at
+        ``label_bound = data_norm`` (``_auto_rho``); ``"adassp"`` when
+        ``d >= 20`` and ``0.2 <= rho <= 1.5``, else ``"ssp"``. Derived from
+        the measured crossovers (``benchmarks/bench_ols.py --crossover``,
+        diabetes and synthetic data, n = 1000 to 100 000, d = 5 to 50,
+        epsilon = 0.1 to 3, 20 seeds): AdaSSP's ridge beats SSP's floor by
+        5-21% only for ``d >= 20`` at intermediate ``rho``, SSP is better or
+        equal elsewhere (up to 2x at ``rho`` about 0.1-0.3, where AdaSSP's
+        ridge over-regularises), and the sketch is never better than the
+        better of the two by more than 3%, up to 4.9x worse at large n.
+        With ``delta = 0``: the pure-epsilon ``"ssp"`` (Laplace).
 
     Sample weights (``fit(X, y, sample_weight=w)``, ``w_i`` in the public
     range [0, 1]): record ``i`` enters every statistic as the row
@@ -251,7 +453,8 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     method : {"auto", "sketch", "ssp", "adassp", "ls", "als"}, default="auto"
     epsilon : float, default=1.0
     delta : float or None, default=None
-        ``None`` means ``1/n^2`` (n public). The paper uses ``1/n``, which
+        ``None`` means ``1/n^2`` (n public). ``0`` gives pure epsilon-DP:
+        only ``"ssp"`` (Laplace) offers it, and ``"auto"`` selects it. The paper uses ``1/n``, which
         allows mechanisms that publish one whole record; ``1/n^2`` is the
         safer default.
     data_norm : float or None, default=None
@@ -294,9 +497,13 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         Only for "sketch": whether the sketch was released on the grid, and
         the part of delta spent on its total-variation bound.
     noise_spec_ : NoiseSpec, list of NoiseSpec or None
-        Core noise specs ("ssp": one; "adassp": three).
+        Core noise specs ("ssp": one; "adassp": three, calibrated jointly:
+        each records the fit's (epsilon, delta), the joint ``mu`` and its
+        share of ``mu^2`` in ``params``).
     ridge_ : float
         AdaSSP ridge ``lambda`` (0 for other methods).
+    floor_ : float
+        SSP eigenvalue floor (0 for other methods).
     delta_ : float
         The delta used (``delta`` or ``1/n^2``).
     data_norm_, label_bound_ : float
@@ -311,6 +518,13 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     .. [2] Wang, Y.-X. (2018). Revisiting differentially private linear
        regression: optimal and adaptive prediction & estimation in unbounded
        domain. UAI.
+    .. [3] Dong, J., Roth, A., Su, W. J. (2022). Gaussian differential
+       privacy. JRSS B.
+    .. [4] Balle, B., Wang, Y.-X. (2018). Improving the Gaussian mechanism
+       for differential privacy: analytical calibration and optimal
+       denoising. ICML.
+    .. [5] Dwork, C., McSherry, F., Nissim, K., Smith, A. (2006). Calibrating
+       noise to sensitivity in private data analysis. TCC.
 
     Examples
     --------
@@ -357,18 +571,34 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         return tags
 
     # ------------------------------------------------------------------
-    def _resolve_method(self):
-        return "adassp" if self.method == "auto" else self.method
+    def _resolve_method(self, n_samples, n_features):
+        """The method; ``"auto"`` by the public rule of ``(n, d, epsilon, delta)``."""
+        if self.method != "auto":
+            return self.method
+        delta = self.delta
+        if delta is None:
+            delta = default_delta(n_samples) if n_samples is not None and n_samples >= 2 else None
+        eps = self.epsilon
+        if delta == 0:
+            return "ssp"  # the pure epsilon-DP route (Laplace)
+        if (n_features is None or n_samples is None or delta is None
+                or not (isinstance(eps, Real) and 0 < eps < np.inf) or not 0 < delta < 1):
+            return "ssp"  # the structure or the budget does not tell; fit reports the error if any
+        return _auto_method(n_samples, n_features, float(eps), float(delta), self.fit_intercept)
 
     def _check_public(self, n_samples, n_features):
         """Errors decided by the parameters and the shape of X alone."""
         super()._check_public(n_samples, n_features)
-        method = self._resolve_method()
+        method = self._resolve_method(n_samples, n_features)
         if self.relative_dp and method not in ("sketch", "ls", "als"):
             raise ValueError(
                 f"relative_dp=True is only available for 'sketch', 'ls', 'als', not {method!r}.")
         if self.delta is None and n_samples is not None and n_samples < 2:
             default_delta(n_samples)  # raises with a clear message
+        if self.delta == 0 and method != "ssp":
+            raise ValueError(
+                f"delta=0 (pure epsilon-DP) is available for method='ssp' or 'auto', not {method!r}; "
+                "give delta > 0 or use method='auto'.")
         if method in ("sketch", "ls", "als") and n_features is not None:
             p = n_features + (1 if self.fit_intercept else 0)
             r = self._sketch_rows(p)
@@ -385,14 +615,18 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         """
         Lx2 = data_norm**2 * (2.0 if self.fit_intercept else 1.0)
         c = data_norm if self.fit_intercept else 0.0
+        if method == "ssp" and delta == 0:  # pure epsilon-DP: Laplace on the grid
+            d = p - int(self.fit_intercept)
+            return [calibrate(Query((p + 1, p + 1), l1_sensitivity=_ssp_l1_sensitivity(data_norm, lb, c, d),
+                                    symmetric=True), epsilon, 0.0, mechanism="laplace")]
         if method == "ssp":
             return [calibrate(Query((p + 1, p + 1), l2_sensitivity=_ssp_sensitivity(data_norm, lb, c),
                                     symmetric=True), epsilon, delta)]
-        e3, d3 = epsilon / 3.0, delta / 3.0
-        return [calibrate(Query((), l2_sensitivity=Lx2), e3, d3),
-                calibrate(Query((p, p), l2_sensitivity=_gram_sensitivity(data_norm, c), symmetric=True),
-                          e3, d3),
-                calibrate(Query((p,), l2_sensitivity=2.0 * np.sqrt(Lx2) * lb), e3, d3)]
+        return _joint_gaussian_specs(
+            [Query((), l2_sensitivity=Lx2),
+             Query((p, p), l2_sensitivity=_gram_sensitivity(data_norm, c), symmetric=True),
+             Query((p,), l2_sensitivity=2.0 * np.sqrt(Lx2) * lb)],
+            _adassp_shares(data_norm, lb, c), epsilon, delta)
 
     def _sketch_rows(self, p):
         return max(300, 2 * (p + 1)) if self.sketch_size is None else int(self.sketch_size)
@@ -420,16 +654,16 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         -------
         self
         """
-        method = self._resolve_method()
+        n, d_public = public_shape(X)
+        if n is None:
+            n = _num_samples(X)  # raises sklearn's error for inputs that are not array-like
+        method = self._resolve_method(n, d_public)
         if is_dask_collection(X) and (method not in ("ssp", "adassp", "sketch") or self.relative_dp):
             raise ValueError(f"PrivateOLS(method={method!r}, relative_dp={self.relative_dp}) needs "
                              "an in-memory array; dask input supports the verified methods "
                              "'ssp', 'adassp' and 'sketch'.")
-        n, d_public = public_shape(X)
-        if n is None:
-            n = _num_samples(X)  # raises sklearn's error for inputs that are not array-like
         delta = default_delta(n) if self.delta is None else self.delta
-        epsilon, delta = check_epsilon_delta(self.epsilon, delta, require_delta=True)
+        epsilon, delta = check_epsilon_delta(self.epsilon, delta, require_delta=method != "ssp")
         if method in _UNVERIFIED:
             warnings.warn(
                 f"PrivateOLS(method={method!r}) is NOT verified differentially private: "
@@ -492,7 +726,7 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
 
         r = self._sketch_rows(p) if method in ("sketch", "ls", "als") else self.sketch_size
         self.sketch_size_ = r
-        self.sigma_, self.noise_spec_, self.ridge_ = None, None, 0.0
+        self.sigma_, self.noise_spec_, self.ridge_, self.floor_ = None, None, 0.0, 0.0
         if method in ("ls", "als") or self.relative_dp:  # these routes need the rows in memory
             Z = materialize(Z)
             X, y = Z[:, :p], Z[:, p]
@@ -536,10 +770,12 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                 pre["specs"] = self._ssp_specs(method, p, data_norm, lb, epsilon, delta)
             (spec,) = pre["specs"]
             A = spec.privatize(A, rng)
-            # public eigenvalue floor: the bound on the noise's spectral norm that AdaSSP uses
-            s_entry = np.sqrt(spec.expected_squared_error) / (p + 1)
-            floor = s_entry * np.sqrt(p * np.log(2.0 * p * p / 0.05))
-            theta = _psd_solve(A[:p, :p], A[:p, p], floor=floor)
+            # public eigenvalue floor: the bound on the noise's spectral norm that AdaSSP uses,
+            # raised with the noise-to-signal ratio rho when the noise dominates
+            bound = _spectral_bound(np.sqrt(spec.expected_squared_error) / (p + 1), p)
+            rho = _noise_to_signal(bound, n, p, Lx2)
+            self.floor_ = float(bound * max(1.0, rho / SSP_WEAK_RHO))
+            theta = _psd_solve(A[:p, :p], A[:p, p], floor=self.floor_)
             self.noise_spec_ = spec
         else:  # adassp
             A = clipped_gram(Z, None, chunk_rows=self.chunk_size)  # [[X^T X, X^T y], [., y^T y]]
