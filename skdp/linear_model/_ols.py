@@ -258,15 +258,32 @@ def _auto_method(n, d, epsilon, delta, fit_intercept):
     return "adassp" if d >= AUTO_ADASSP_MIN_D and lo <= rho <= hi else "ssp"
 
 
-def _psd_solve(A, b, ridge=0.0, floor=0.0):
+def _psd_solve(A, b, ridge=0.0, floor=0.0, free_last=False):
     """Solve ``(A + ridge I) x = b`` for a noisy symmetric ``A``.
 
     Post-processing: eigenvalues of ``A + ridge I`` are floored at ``floor``
     (``0``: the projection onto the PSD cone; a public ``floor > 0`` keeps
     noise-dominated directions from being inverted) and the pseudo-inverse
     is applied.
+
+    ``free_last=True`` (the intercept column, last): the ridge and the floor
+    act on the features only. The intercept is profiled out (Schur
+    complement ``S = F - f f^T / a`` of the noisy ``A = [[F, f], [f^T, a]]``,
+    the centred Gram matrix), the floored system is solved for the features,
+    and the intercept is the exact solution given them. A floor far above
+    the signal then gives the mean predictor (feature weights 0, intercept
+    ``b_c / a``: the noisy mean of y), not the prediction 0. If the noisy
+    ``a`` is not positive the whole system is floored as above.
     """
-    A = 0.5 * (A + A.T) + ridge * np.eye(A.shape[0])
+    A = 0.5 * (A + A.T)
+    p = A.shape[0]
+    if free_last and p >= 2 and A[-1, -1] > 0:
+        F, f, a = A[:-1, :-1], A[:-1, -1], A[-1, -1]
+        bf, bc = b[:-1], b[-1]
+        S = F - np.outer(f, f) / a
+        theta_f = _psd_solve(S, bf - f * (bc / a), ridge, floor)
+        return np.r_[theta_f, (bc - f @ theta_f) / a]
+    A = A + ridge * np.eye(p)
     w, V = linalg.eigh(A)
     w = np.maximum(w, max(float(floor), 0.0))
     tol = max(w.max(initial=0.0), 1e-300) * A.shape[0] * np.finfo(float).eps
@@ -775,7 +792,7 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             bound = _spectral_bound(np.sqrt(spec.expected_squared_error) / (p + 1), p)
             rho = _noise_to_signal(bound, n, p, Lx2)
             self.floor_ = float(bound * max(1.0, rho / SSP_WEAK_RHO))
-            theta = _psd_solve(A[:p, :p], A[:p, p], floor=self.floor_)
+            theta = _psd_solve(A[:p, :p], A[:p, p], floor=self.floor_, free_last=self.fit_intercept)
             self.noise_spec_ = spec
         else:  # adassp
             A = clipped_gram(Z, None, chunk_rows=self.chunk_size)  # [[X^T X, X^T y], [., y^T y]]
@@ -790,7 +807,7 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             ridge = max(0.0, s2 * np.sqrt(p * np.log(2.0 * p * p / 0.05)) - lam_tilde)
             G_hat = spec_g.privatize(G, rng)
             b_hat = spec_b.privatize(Xty, rng)
-            theta = _psd_solve(G_hat, b_hat, ridge)
+            theta = _psd_solve(G_hat, b_hat, ridge, free_last=self.fit_intercept)
             self.noise_spec_ = [spec_l, spec_g, spec_b]
             self.ridge_ = float(ridge)
         self.method_ = method
