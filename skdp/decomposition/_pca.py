@@ -43,13 +43,13 @@ with ``c^2`` replaced by ``2 c^2`` (valid for ``c^2 <= R^2``), which is below
 ``sqrt(2) Delta_2``, the Frobenius bound a matrix mechanism may derive
 from the triangle bound.
 
-*Per-entry sensitivity profile* (for ``"inid_gaussian"``, seed 002):
+*Per-entry sensitivity profile* (for ``"inid_gaussian"``, Muthukrishnan & Kalyani 2023):
 ``|x_i x_j - x'_i x'_j| <= R^2`` for all i, j (``x_i x_j`` lies in
 ``[-R^2/2, R^2/2]`` off the diagonal and ``x_i^2`` in ``[0, R^2]``, both
 attained), ``|c x_i - c x'_i| <= 2 c R``, and the corner is constant. Rows
 in an l2 ball make this box much larger than the l2 ball of changes
 (``||lambda||_2 ~ d R^2 / sqrt(2)`` against ``Delta_2 ~ R^2``): the coordinates
-are coupled (seed 002, section 9.1), so i.n.i.d. noise is valid but worse
+are coupled (Muthukrishnan & Kalyani 2023, section 9.1), so i.n.i.d. noise is valid but worse
 than i.i.d. noise here and ``"auto"`` never picks it.
 
 *Sample weights* (``fit(X, sample_weight=w)``, ``w_i`` in the public
@@ -76,7 +76,7 @@ floored at 1); with ``centered=True`` no count is released and the second
 moment stays normalised by ``n``. The sensitivities are checked by a
 numeric maximisation over the real domain in ``tests/test_pca.py``.
 
-*Frobenius bound of the statistic* (for ``"mvg"``, seed 001):
+*Frobenius bound of the statistic* (for ``"mvg"``, Chanyaswad et al. 2018):
 ``||G||_F <= (1/n) sum_i ||z_i||^2 <= R^2 + c^2``.
 
 *Choice of c (the split between mean and second moment).* The Gaussian
@@ -231,10 +231,10 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
           core's ``"analytic_gaussian"`` on the symmetric query (exact
           Balle-Wang calibration, i.i.d. noise on the upper triangle).
         - ``"inid_gaussian"``: optimal non-identical Gaussian scales for the
-          per-entry sensitivity profile (seed 002, Theorem 4). Valid but
+          per-entry sensitivity profile (Muthukrishnan & Kalyani 2023, Theorem 4). Valid but
           worse than ``"analyze_gauss"`` for rows in an l2 ball.
-        - ``"mvg"``: matrix-variate Gaussian (seed 001), symmetrised.
-        - ``"r1smg"``: rank-1 singular Gaussian (seed 000). **Not DP** at its
+        - ``"mvg"``: matrix-variate Gaussian (Chanyaswad et al. 2018), symmetrised.
+        - ``"r1smg"``: rank-1 singular Gaussian (Ji & Li 2024). **Not DP** at its
           published calibration; warns :class:`~skdp.PrivacyGuaranteeWarning`.
         - ``"auto"``: the verified core mechanism of least expected squared
           error for this query (:func:`skdp.mechanisms.select`); in low
