@@ -596,3 +596,31 @@ def test_negative_binomial_selection_exact_privacy_loss(eta):
     # ... and is nearly attained: half of it (a calibration claiming half) fails
     assert loss > (2 + eta) * eps_run / 2
     assert loss > 0.9 * (2 + eta) * eps_run
+
+
+def test_sparse_input_selects_like_dense():
+    """CSR input goes through the search (indexable, sparse fits and predictions)."""
+    import scipy.sparse as sp
+
+    from skdp import PrivateOLS
+
+    rng = np.random.default_rng(0)
+    X = sp.random(3000, 40, density=0.05, format="csr", random_state=0)
+    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    X = (sp.diags(1.0 / np.maximum(norms, 1.0)) @ X).tocsr()
+    y = np.clip(X @ rng.standard_normal(40) / 3.0, -1.0, 1.0)
+
+    def neg_sq(est, Xv, yv):
+        return -(est.predict(Xv) - yv) ** 2
+
+    def search(data):
+        return PrivateGridSearchCV(
+            PrivateOLS(data_norm=1.0, label_bound=1.0, delta=0.0), {"fit_intercept": [True, False]},
+            epsilon=1.0, delta=0.0, scoring=neg_sq, score_bounds=(-4.0, 0.0), refit=True,
+            random_state=0).fit(data, y)
+
+    sparse_fit, dense_fit = search(X), search(X.toarray())
+    assert sparse_fit.best_params_ == dense_fit.best_params_
+    pred = sparse_fit.predict(X[:5])
+    assert pred.shape == (5,)
+    np.testing.assert_allclose(pred, dense_fit.predict(X[:5].toarray()), rtol=1e-4, atol=1e-4)
