@@ -231,6 +231,54 @@ The noisy sum is divided by the public expected batch size ``q n``; steps use
 Nesterov momentum with step size ``learning_rate`` (default ``1 / (beta_avg +
 lambda)``) and all of this is post-processing.
 
+Sample and class weights
+------------------------
+``fit(X, y, sample_weight)`` and ``class_weight`` (a public dict) give record
+``i`` the weight ``w_i = class_weight[y_i] * sample_weight_i`` with the
+**public bound** ``0 <= w_i <= 1`` (weights outside it raise before the
+charge). The objective becomes
+
+    J_D(W) = (1/n) sum_i w_i sum_k loss(y_ik <w_k, u_i>) + (lambda/2) ||W||_F^2,
+
+with the public ``n`` as the normaliser (a zero weight removes a record's loss
+term, not its share of ``n``). Under replace-one the record ``(w, x, y)`` is
+replaced by ``(w', x', y')`` whole. Each step of the derivations above, with
+the weights:
+
+* *Convexity and smoothness.* Each term ``w_i loss(.)`` is convex
+  (``w_i >= 0``) and ``w_i c R^2 <= c R^2``-smooth, so ``J_D`` is
+  ``lambda``-strongly convex and the solver's ``L = c R^2 + lambda``,
+  its ``gamma`` certificate and the Nesterov cap hold unchanged.
+* *Output perturbation.* ``J_D - J_D'`` is ``g/n`` with ``g = w l(u, y) -
+  w' l(u', y')``; ``||grad g||_F <= w sqrt(K) R + w' sqrt(K) R <= 2 sqrt(K)
+  R``, so ``Delta_out`` is unchanged (Chaudhuri et al. 2011, Lemma 7, needs
+  only this gradient bound and the strong convexity of ``J_D'``).
+* *Objective perturbation, Jacobian.* Record ``i`` contributes ``h_i u_i
+  u_i^T`` with ``h_i = w_i loss''(.) / n in [0, c/n]`` (as ``w_i <= 1``), the
+  rest ``A >= lambda' I`` comes from the regulariser: the determinant-lemma
+  bound ``eps_J = K log(1 + beta / (n lambda'))`` is unchanged.
+* *Objective perturbation, noise.* ``b_D(W) - b_D'(W) = (1/n) (w grad l(u) -
+  w' grad l(u'))``: Frobenius norm at most ``2 sqrt(K) R / n = Delta_obj``, in
+  the span of ``u`` and ``u'`` per block (``m`` unchanged); in the ``K``-class
+  bound ``alpha_k = w y_k loss'(.) / n`` still has ``|alpha_k| <= 1/n``. The
+  pure (Chaudhuri et al.) and AMP (Iyengar et al.) arguments use nothing else,
+  nor does the solver-error stage (``2 gamma / lambda'``).
+* *Gradient perturbation.* The per-example gradient is clipped to ``clip`` and
+  then multiplied by ``w_i <= 1``: its norm stays at most ``clip``, so the
+  sum's replace-one sensitivity ``2 clip`` (full batch) and the per-record
+  radius ``clip`` (Poisson) are unchanged.
+
+What does not carry over: weights above 1 would scale every sensitivity by
+the largest weight (rescale them by a public constant instead; ``C`` then
+means a proportionally smaller regularisation); scikit-learn's equivalence
+"integer weight = repeated record" does not hold (weights are at most 1 and
+``n`` stays the normaliser); ``class_weight="balanced"`` reads the class
+counts and is refused; the ``C="auto"`` rule keeps ``n`` as the sample size
+(a public rule: it stays private, it only ignores that small weights make the
+effective sample smaller). An error on invalid weights (outside [0, 1],
+non-finite, all zero) is a format error of the data holder's input, raised
+before the charge and naming no value.
+
 References
 ----------
 .. [1] K. Chaudhuri, C. Monteleoni, A. D. Sarwate. "Differentially private
@@ -562,9 +610,10 @@ def _density_noise(spec, rng):
     return draw(spec, rng) if draw is not None else spec.sample(rng)
 
 
-def _output_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma, max_iter, rng):
+def _output_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma, max_iter, rng,
+                         sample_weight=None):
     K, p = Y.shape[1], U.shape[1]
-    W = minimize(U, Y, loss, lam, np.zeros((K, p)), gamma, max_iter, R)
+    W = minimize(U, Y, loss, lam, np.zeros((K, p)), gamma, max_iter, R, sample_weight)
     sens = 2.0 * np.sqrt(K) * R / (n * lam) + 2.0 * gamma / lam
     spec = calibrate(Query(shape=(K, p), l2_sensitivity=sens), eps, delta, mechanism=mechanism)
     info = {"route": "output", "l2_sensitivity": sens, "regularization": lam}
@@ -572,7 +621,7 @@ def _output_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma, ma
 
 
 def _objective_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma, max_iter, rng,
-                            strategy=True):
+                            strategy=True, sample_weight=None):
     K, p = Y.shape[1], U.shape[1]
     beta = loss.curvature * R**2
     eps2, eps1 = _OUT_FRAC * eps, (1.0 - _OUT_FRAC) * eps
@@ -621,7 +670,7 @@ def _objective_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma,
         name2 = mechanism
         sigma1 = None
     b = _density_noise(spec1, rng)
-    W = minimize(U, Y, loss, lam_tot, b, gamma, max_iter, R)
+    W = minimize(U, Y, loss, lam_tot, b, gamma, max_iter, R, sample_weight)
     sens2 = 2.0 * gamma / lam_tot
     spec2 = calibrate(Query(shape=(K, p), l2_sensitivity=sens2), eps2, delta2, mechanism=name2)
     W = spec2.privatize(W, rng)  # independent draw, released on the grid
@@ -636,7 +685,7 @@ def _objective_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma,
 
 
 def _gradient_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, rng, *,
-                           n_steps, batch_size, clip, learning_rate):
+                           n_steps, batch_size, clip, learning_rate, sample_weight=None):
     from .._accounting import poisson_gaussian_noise_multiplier
 
     K, p = Y.shape[1], U.shape[1]
@@ -707,14 +756,17 @@ def _gradient_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, rng, *,
         if q < 1.0:
             idx = np.flatnonzero(rng.random(n) < q)
             Us, Ys = U[idx], Y[idx]
+            ws = None if sample_weight is None else sample_weight[idx]
         else:
-            Us, Ys = U, Y
+            Us, Ys, ws = U, Y, sample_weight
         Yv = V  # Nesterov look-ahead point
         Z = (Us @ Yv.T) * Ys
         _, der = loss.value_deriv(Z)
         A = der * Ys  # (b, K): per-example gradient is A_i u_i^T
         norms = np.linalg.norm(A, axis=1) * np.linalg.norm(Us, axis=1)
         A = A * np.minimum(1.0, clip / np.maximum(norms, 1e-300))[:, None]
+        if ws is not None:  # weights in [0, 1] after clipping: norms stay <= clip
+            A = A * ws[:, None]
         if gaussian:  # integer noise drawn ahead (same mechanism, vectorised)
             G = spec.mechanism_.release_with(spec, A.T @ Us, pre[t % block]) / denom + lam * Yv
         else:
@@ -729,6 +781,69 @@ def _gradient_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, rng, *,
             "sampling_rate": q, "n_steps": T, "clip_norm": clip, "learning_rate": lr,
             "regularization": lam}
     return W, (spec,), info
+
+
+# ----------------------------------------------------------------------
+# weights (public range [0, 1]; derivation in the module docstring)
+# ----------------------------------------------------------------------
+def _check_unit_weights(sample_weight, X, estimator):
+    """Validated ``sample_weight`` (float64, shape (n,)) or ``None``; before the charge.
+
+    Raises ``ValueError`` for a wrong shape, non-finite values, values outside the
+    public range [0, 1] or all-zero weights. No message carries a weight value.
+    """
+    if sample_weight is None:
+        return None
+    from sklearn.utils.validation import _check_sample_weight
+
+    who = type(estimator).__name__
+    sw = _check_sample_weight(sample_weight, X, dtype=np.float64, allow_all_zero_weights=True,
+                              copy=True)
+    if not np.all((sw >= 0.0) & (sw <= 1.0)):  # NaN fails this too
+        raise ValueError(
+            f"{who}: sample_weight must lie in the public range [0, 1]: the sensitivity of "
+            "the fit is derived for weights at most 1 (rescale the weights by a public "
+            "constant so that the largest is at most 1)."
+        )
+    if not np.any(sw > 0.0):
+        raise ValueError(f"{who}: sample_weight must contain at least one non-zero weight.")
+    return sw
+
+
+def _check_class_weight(class_weight, classes, estimator):
+    """Public checks of ``class_weight`` (a dict {class: weight in [0, 1]}), before the charge."""
+    who = type(estimator).__name__
+    if class_weight is None:
+        return
+    if isinstance(class_weight, str):
+        raise ValueError(
+            f"{who}: class_weight='balanced' is not supported: it reads the class counts of "
+            "the private data. Pass a dict {class: weight in [0, 1]} of public weights."
+        )
+    for key, value in class_weight.items():
+        if not (isinstance(value, Real) and not isinstance(value, bool)
+                and 0.0 <= float(value) <= 1.0):
+            raise ValueError(
+                f"{who}: class_weight values must be real numbers in the public range "
+                f"[0, 1]; got {value!r} for class {key!r}."
+            )
+        if classes is not None and key not in classes.tolist():
+            raise ValueError(f"{who}: class_weight names class {key!r}, which is not in classes.")
+
+
+def _record_weights(sample_weight, class_weight, classes_, y_idx, estimator):
+    """Per-record weight ``class_weight[y_i] * sample_weight_i`` (``None`` if all are 1)."""
+    if not class_weight:
+        return sample_weight
+    per_class = np.ones(len(classes_))
+    listed = classes_.tolist()
+    for key, value in class_weight.items():
+        if key not in listed:  # inferred classes (classes=None): checked here
+            raise ValueError(f"{type(estimator).__name__}: class_weight names class {key!r}, "
+                             "which is not among the classes of the fit.")
+        per_class[listed.index(key)] = float(value)
+    w = per_class[y_idx]
+    return w if sample_weight is None else w * sample_weight
 
 
 # ----------------------------------------------------------------------
@@ -750,6 +865,7 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
         "batch_size": [None, Interval(Integral, 1, None, closed="left")],
         "clip_norm": [None, Interval(Real, 0, None, closed="neither")],
         "learning_rate": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+        "class_weight": [None, dict, StrOptions({"balanced"})],
     }
 
     _min_samples = 2
@@ -761,6 +877,7 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
         """Errors decided by the parameters, ``classes`` and the shape of X alone."""
         super()._check_public(n_samples, n_features)
         classes = check_classes(self.classes, self)
+        _check_class_weight(self.class_weight, classes, self)
         eps, delta = check_epsilon_delta(self.epsilon, self.delta)
         named = self.mechanism != "auto"
         mech = get_mechanism(self.mechanism) if named else None  # unknown names -> ValueError
@@ -805,20 +922,20 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
             Training rows; rows with norm above ``data_norm`` are clipped to it.
         y : array-like of shape (n_samples,)
             Class labels, all in ``classes`` when it is given.
-        sample_weight : None
-            Not supported: per-sample weights change the sensitivity. Passing
-            anything but ``None`` raises ``ValueError``.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Per-record weights in the public range [0, 1] (``None``: all 1).
+            The loss of record ``i`` is multiplied by ``class_weight[y_i] *
+            sample_weight[i]``; weights at most 1 leave every sensitivity
+            unchanged (derivation in :mod:`skdp.linear_model._erm`). Weights
+            outside [0, 1], non-finite or all zero raise ``ValueError`` before
+            the budget is charged.
 
         Returns
         -------
         self : object
             Fitted estimator.
         """
-        if sample_weight is not None:
-            raise ValueError(
-                f"{type(self).__name__} does not support sample_weight: weights change the "
-                "sensitivity of the fit and no bound on them is declared."
-            )
+        sample_weight = _check_unit_weights(sample_weight, X, self)
         loss = self._loss()
         classes = check_classes(self.classes, self)
         budget, rng = self._start_fit(*public_shape(X))
@@ -843,6 +960,7 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
         else:
             Y = np.where(y_idx[:, None] == np.arange(n_classes)[None, :], 1.0, -1.0)
         K = Y.shape[1]
+        weights = _record_weights(sample_weight, self.class_weight, classes_, y_idx, self)
         if isinstance(self.C, str):  # "auto": public rule (module docstring, "Choosing C")
             lam = auto_regularization(self.perturbation, loss.curvature, n, K, U.shape[1], R,
                                       eps, delta, self.mechanism, self.tol)
@@ -851,17 +969,18 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
         gamma = self.tol * R / n
         if self.perturbation == "output":
             W, specs, info = _output_perturbation(
-                U, Y, loss, lam, R, n, eps, delta, self.mechanism, gamma, self.max_iter, rng)
+                U, Y, loss, lam, R, n, eps, delta, self.mechanism, gamma, self.max_iter, rng,
+                sample_weight=weights)
         elif self.perturbation == "objective":
             W, specs, info = _objective_perturbation(
                 U, Y, loss, lam, R, n, eps, delta, self.mechanism, gamma, self.max_iter, rng,
-                strategy=not isinstance(self.C, str))
+                strategy=not isinstance(self.C, str), sample_weight=weights)
         else:
             clip = np.sqrt(K) * R if self.clip_norm is None else float(self.clip_norm)
             W, specs, info = _gradient_perturbation(
                 U, Y, loss, lam, R, n, eps, delta, self.mechanism, rng,
                 n_steps=self.max_iter, batch_size=self.batch_size, clip=clip,
-                learning_rate=self.learning_rate)
+                learning_rate=self.learning_rate, sample_weight=weights)
         info["lipschitz"] = R
         info["smoothness"] = loss.curvature * R**2
         info["n_samples"] = n

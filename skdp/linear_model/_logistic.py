@@ -83,6 +83,12 @@ class PrivateLogisticRegression(_BasePrivateLinearClassifier):
         ``sqrt(K) R``, which per-example gradients never exceed).
     learning_rate : "auto" or float, default="auto"
         Step size of the gradient route (``"auto"``: ``1/(R^2/4 + lambda)``).
+    class_weight : dict or None, default=None
+        Public weights ``{class: weight in [0, 1]}`` multiplying the loss of
+        the records of each class (classes not listed: 1); combined with
+        ``sample_weight`` as ``class_weight[y_i] * sample_weight[i]``. Every
+        class named must be in ``classes``. ``"balanced"`` is refused: it
+        would read the private class counts.
     random_state : int, Generator, RandomState or None, default=None
         Source of the noise. ``None`` (use it for real releases) draws fresh OS
         entropy for every fit. An int seed is for reproducible experiments:
@@ -135,7 +141,7 @@ class PrivateLogisticRegression(_BasePrivateLinearClassifier):
     def __init__(self, epsilon=1.0, delta=1e-5, perturbation="objective", mechanism="auto",
                  data_norm=None, classes=None, C="auto", fit_intercept=True, intercept_scaling=1.0,
                  max_iter=1000, tol=1e-6, batch_size=None, clip_norm=None,
-                 learning_rate="auto", random_state=None, accountant=None):
+                 learning_rate="auto", class_weight=None, random_state=None, accountant=None):
         self.epsilon = epsilon
         self.delta = delta
         self.perturbation = perturbation
@@ -150,6 +156,7 @@ class PrivateLogisticRegression(_BasePrivateLinearClassifier):
         self.batch_size = batch_size
         self.clip_norm = clip_norm
         self.learning_rate = learning_rate
+        self.class_weight = class_weight
         self.random_state = random_state
         self.accountant = accountant
 

@@ -78,20 +78,25 @@ _NEWTON_STEPS = 200  # stage 2 budget (steps, each one Hessian factorisation)
 _ARMIJO = 1e-4
 
 
-def _obj_grad(wflat, U, Y, loss, lam, B):
+def _obj_grad(wflat, U, Y, loss, lam, B, sw=None):
     n = U.shape[0]
     W = wflat.reshape(B.shape)
     Z = (U @ W.T) * Y
     val, der = loss.value_deriv(Z)
+    if sw is not None:  # per-record weights in [0, 1] (module docstring of _erm)
+        val *= sw[:, None]
+        der *= sw[:, None]
     f = val.sum() / n + 0.5 * lam * np.dot(wflat, wflat) + np.dot(B.ravel(), wflat)
     G = ((der * Y).T @ U) / n + lam * W + B
     return f, G.ravel()
 
 
-def _hessian_factors(wflat, U, Y, loss, lam, shape):
+def _hessian_factors(wflat, U, Y, loss, lam, shape, sw=None):
     """Cholesky factors of the exact per-class Hessians at ``wflat`` (BLAS syrk)."""
     n, p = U.shape
     S = loss.second((U @ wflat.reshape(shape).T) * Y)
+    if sw is not None:
+        S = S * sw[:, None]
     factors = []
     for k in range(shape[0]):
         Us = U * np.sqrt(S[:, k] / n)[:, None]
@@ -119,7 +124,7 @@ class _Best:
             self.w, self.f, self.g, self.gnorm = w, f, g, gnorm
 
 
-def _newton(best, U, Y, loss, lam, B, gamma, max_steps, fast):
+def _newton(best, U, Y, loss, lam, B, gamma, max_steps, fast, sw=None):
     """Newton steps from ``best`` with a backtracking line search.
 
     ``fast=False`` (stage 2): pure Armijo backtracking on F, which makes the
@@ -137,13 +142,13 @@ def _newton(best, U, Y, loss, lam, B, gamma, max_steps, fast):
             break
         if fast and factors is not None:
             wnew = wflat + _newton_direction(factors, g, B.shape)
-            fnew, gnew = _obj_grad(wnew, U, Y, loss, lam, B)
+            fnew, gnew = _obj_grad(wnew, U, Y, loss, lam, B, sw)
             gnew_norm = np.linalg.norm(gnew)
             if np.isfinite(fnew) and gnew_norm <= 0.5 * gnorm and fnew <= f:
                 wflat, f, g, gnorm = wnew, fnew, gnew, gnew_norm
                 best.offer(wflat, f, g)
                 continue
-        factors = _hessian_factors(wflat, U, Y, loss, lam, B.shape)
+        factors = _hessian_factors(wflat, U, Y, loss, lam, B.shape, sw)
         step = _newton_direction(factors, g, B.shape)
         slope = float(np.dot(g, step))
         if not (np.all(np.isfinite(step)) and slope < 0):
@@ -151,7 +156,7 @@ def _newton(best, U, Y, loss, lam, B, gamma, max_steps, fast):
         t = 1.0
         while t >= 1e-12:
             wnew = wflat + t * step
-            fnew, gnew = _obj_grad(wnew, U, Y, loss, lam, B)
+            fnew, gnew = _obj_grad(wnew, U, Y, loss, lam, B, sw)
             if np.isfinite(fnew) and (fnew <= f + _ARMIJO * t * slope
                                       or (fast and np.linalg.norm(gnew) < gnorm)):
                 break
@@ -180,7 +185,7 @@ def accelerated_iteration_cap(kappa, g0, gamma):
     return int(math.ceil((math.log(2.0 * kappa) + 2.0 * (math.log(g0) - math.log(gamma))) / rate))
 
 
-def _accelerated(best, U, Y, loss, lam, B, gamma, L):
+def _accelerated(best, U, Y, loss, lam, B, gamma, L, sw=None):
     """Nesterov's constant-momentum method from ``best`` until the public bound holds."""
     kappa = L / lam
     T = accelerated_iteration_cap(kappa, best.gnorm, gamma)
@@ -189,7 +194,7 @@ def _accelerated(best, U, Y, loss, lam, B, gamma, L):
     x = best.w.copy()
     y = x.copy()
     for _ in range(T):
-        fy, gy = _obj_grad(y, U, Y, loss, lam, B)
+        fy, gy = _obj_grad(y, U, Y, loss, lam, B, sw)
         if np.linalg.norm(gy) <= gamma:
             return y
         x_new = y - gy / L
@@ -198,7 +203,7 @@ def _accelerated(best, U, Y, loss, lam, B, gamma, L):
     return x  # ||grad F(x_T)|| <= gamma by Nesterov (2004), Thm 2.2.3
 
 
-def minimize(U, Y, loss, lam, B, gamma, max_iter, R):
+def minimize(U, Y, loss, lam, B, gamma, max_iter, R, sample_weight=None):
     """Minimise ``F(W) = J(W) + <B, W>`` to ``||grad F|| <= gamma``; never fails.
 
     Parameters
@@ -218,6 +223,9 @@ def minimize(U, Y, loss, lam, B, gamma, max_iter, R):
         L-BFGS iterations of the fast path.
     R : float
         Public bound on the row norms (for the smoothness ``L = c R^2 + lam``).
+    sample_weight : ndarray of shape (n,) or None
+        Per-record weights in [0, 1] multiplying the loss terms (``None``: all 1);
+        the smoothness bound ``L`` holds as well since every weight is at most 1.
 
     Returns
     -------
@@ -225,27 +233,28 @@ def minimize(U, Y, loss, lam, B, gamma, max_iter, R):
         A point with ``||grad F(W)|| <= gamma`` (module docstring).
     """
     K, p = B.shape
+    sw = sample_weight
     L = loss.curvature * float(R) ** 2 + lam
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         x0 = np.zeros(K * p)
-        f0, g0 = _obj_grad(x0, U, Y, loss, lam, B)
+        f0, g0 = _obj_grad(x0, U, Y, loss, lam, B, sw)
         best = _Best(x0, f0, g0)
         # stage 1: fast path
         if best.gnorm > gamma:
             coarse = max(gamma, _COARSE_REL * best.gnorm)
             res = optimize.minimize(
-                _obj_grad, x0, args=(U, Y, loss, lam, B), jac=True, method="L-BFGS-B",
+                _obj_grad, x0, args=(U, Y, loss, lam, B, sw), jac=True, method="L-BFGS-B",
                 options={"maxiter": max_iter, "gtol": coarse / np.sqrt(K * p), "ftol": 0.0,
                          "maxcor": 20},
             )
             if np.all(np.isfinite(res.x)):
-                f1, g1 = _obj_grad(res.x, U, Y, loss, lam, B)
+                f1, g1 = _obj_grad(res.x, U, Y, loss, lam, B, sw)
                 best.offer(res.x, f1, g1)
-            _newton(best, U, Y, loss, lam, B, gamma, max_steps=50, fast=True)
+            _newton(best, U, Y, loss, lam, B, gamma, max_steps=50, fast=True, sw=sw)
         # stage 2: globally convergent damped Newton
         if best.gnorm > gamma:
-            _newton(best, U, Y, loss, lam, B, gamma, max_steps=_NEWTON_STEPS, fast=False)
+            _newton(best, U, Y, loss, lam, B, gamma, max_steps=_NEWTON_STEPS, fast=False, sw=sw)
         if best.gnorm <= gamma:
             return best.w.reshape(K, p)
         # stage 3: the proven backstop
-        return _accelerated(best, U, Y, loss, lam, B, gamma, L).reshape(K, p)
+        return _accelerated(best, U, Y, loss, lam, B, gamma, L, sw).reshape(K, p)
