@@ -14,6 +14,8 @@ EXPECTED_FAILED = {
     "check_sample_weights_not_overwritten": _W_REASON.format("one weight of 10"),
     "check_sample_weight_equivalence_on_dense_data": _W_REASON.format(
         "integer weights as repetitions"),
+    "check_sample_weight_equivalence_on_sparse_data": _W_REASON.format(
+        "integer weights as repetitions"),
     "check_class_weight_classifiers": _W_REASON.format("class_weight 1000"),
     "check_non_transformer_estimators_n_iter": (
         "the solver's iteration count depends on the private data and is not released"),
