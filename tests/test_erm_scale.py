@@ -253,3 +253,20 @@ def test_subsampled_hessian_keeps_the_exact_certificate():
     z = y[:, 0] * (U @ W[0])
     grad = (U * (-y[:, 0] / (1 + np.exp(z)))[:, None]).sum(axis=0) / n + lam * W[0] + B[0]
     assert np.linalg.norm(grad) <= gamma * (1 + 1e-6)
+
+
+@pytest.mark.parametrize("block", [3, 64, 1 << 18])
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_sparse_row_norms_by_blocks_with_empty_rows(block, fmt, monkeypatch):
+    import skdp.linear_model._rows as rows
+
+    monkeypatch.setattr(rows, "_SPARSE_BLOCK", block)
+    rng = np.random.default_rng(4)
+    Xd = rng.normal(size=(300, 9)) * (rng.random((300, 9)) < 0.15)
+    Xd[[0, 1, 150, 298, 299]] = 0.0  # empty rows, also at the start and the end
+    X = sp.csr_matrix(Xd) if fmt == "csr" else sp.csc_matrix(Xd)
+    np.testing.assert_allclose(row_norms_any(X), np.linalg.norm(Xd, axis=1), rtol=1e-14)
+    X32 = X.astype(np.float32)
+    np.testing.assert_allclose(row_norms_any(X32),
+                               np.linalg.norm(Xd.astype(np.float32).astype(np.float64), axis=1),
+                               rtol=1e-14)

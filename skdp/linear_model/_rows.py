@@ -34,6 +34,7 @@ from .._validation import row_norms
 __all__ = ["RowOperator", "row_norms_any", "as_operator", "safe_matmul"]
 
 _CHUNK_BYTES = 1 << 21  # float64 bytes of one row chunk (2 MiB)
+_SPARSE_BLOCK = 1 << 18  # stored values per block of the sparse row norms
 _FUSED_BYTES = 1 << 21  # row chunk of the fused loss-and-gradient pass (stays in cache)
 
 
@@ -66,13 +67,27 @@ def row_norms_any(X):
     n, d = X.shape
     if sp.issparse(X):
         Xs = _as_float64_sparse(X)
-        sq = Xs.data * Xs.data
+        ptr = Xs.indptr
         with np.errstate(over="ignore", invalid="ignore"):
-            if Xs.format == "csr":
-                norms = np.sqrt(np.add.reduceat(np.append(sq, 0.0), Xs.indptr[:-1])
-                                * (np.diff(Xs.indptr) > 0))
-            else:
-                norms = np.sqrt(np.bincount(Xs.indices, weights=sq, minlength=n))
+            if Xs.format == "csr":  # blocks of rows holding about _SPARSE_BLOCK values each
+                norms = np.zeros(n)
+                starts = np.searchsorted(ptr, np.arange(0, ptr[-1], _SPARSE_BLOCK), "right") - 1
+                bounds = np.unique(np.concatenate([starts, [n]]))
+                for i, j in zip(bounds[:-1], bounds[1:]):
+                    seg = Xs.data[ptr[i]:ptr[j]]
+                    # reduceat over the squares and a final 0 (every start is a valid index);
+                    # its value for an empty row is not a sum: masked
+                    sums = np.add.reduceat(np.append(seg * seg, 0.0), ptr[i:j] - ptr[i])
+                    norms[i:j] = np.where(ptr[i + 1:j + 1] > ptr[i:j], sums, 0.0)
+                norms = np.sqrt(norms)
+            else:  # CSC: blocks of columns
+                acc = np.zeros(n)
+                starts = np.searchsorted(ptr, np.arange(0, ptr[-1], _SPARSE_BLOCK), "right") - 1
+                bounds = np.unique(np.concatenate([starts, [X.shape[1]]]))
+                for i, j in zip(bounds[:-1], bounds[1:]):
+                    seg = Xs.data[ptr[i]:ptr[j]]
+                    acc += np.bincount(Xs.indices[ptr[i]:ptr[j]], weights=seg * seg, minlength=n)
+                norms = np.sqrt(acc)
         bad = ~np.isfinite(norms)
         if np.any(bad):
             norms[bad] = row_norms(Xs[np.flatnonzero(bad)].toarray())
