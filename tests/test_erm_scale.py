@@ -270,3 +270,24 @@ def test_sparse_row_norms_by_blocks_with_empty_rows(block, fmt, monkeypatch):
     np.testing.assert_allclose(row_norms_any(X32),
                                np.linalg.norm(Xd.astype(np.float32).astype(np.float64), axis=1),
                                rtol=1e-14)
+
+
+@pytest.mark.parametrize("kind", ["dense64", "dense32", "csr"])
+def test_grams_skip_rows_of_zero_curvature(kind):
+    """Curvature zero on most rows (the Huber hinge outside its band): same Hessian."""
+    X = _inputs()[kind]
+    U, a = _explicit_rows(X, 2.0, 1.3)
+    op = RowOperator(X, a, 1.3)
+    rng = np.random.default_rng(5)
+    W = rng.normal(size=(2, U.shape[1]))
+    Y = np.sign(rng.normal(size=(U.shape[0], 2)))
+
+    def band(Z, Yc, i, j):
+        return np.where(np.abs(1.0 - Z) <= 0.1, 5.0, 0.0)
+
+    Z = Y * (U @ W.T)
+    for k, H in enumerate(op.grams(W, Y, band)):
+        ck = np.where(np.abs(1.0 - Z[:, k]) <= 0.1, 5.0, 0.0)
+        assert 0 < np.count_nonzero(ck) < 0.5 * len(ck)
+        np.testing.assert_allclose(np.triu(H), np.triu(U.T @ (U * ck[:, None])),
+                                   rtol=1e-9, atol=1e-9)

@@ -281,7 +281,13 @@ class RowOperator:
                 C = C * (a[i:j, None] * a[i:j, None])
             root = np.sqrt(C)
             for k in range(K):
-                Xs = np.multiply(Xc, root[:, k:k + 1], out=buf[:j - i])
+                live = np.flatnonzero(root[:, k])  # rows of zero curvature add nothing
+                if live.size == 0:
+                    continue
+                if 2 * live.size < j - i:  # e.g. the Huber hinge outside its band
+                    Xs = np.multiply(Xc[live], root[live, k:k + 1], out=buf[:live.size])
+                else:
+                    Xs = np.multiply(Xc, root[:, k:k + 1], out=buf[:j - i])
                 Hd[k] = blas.dsyrk(1.0, Xs.T, beta=1.0, c=Hd[k], trans=0, lower=0,
                                    overwrite_c=1)
         out = []

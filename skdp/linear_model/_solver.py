@@ -61,8 +61,10 @@ Cost. The rows are a :class:`~skdp.linear_model._rows.RowOperator`: one
 evaluation of ``F`` and its gradient is one fused pass over cache-sized row
 chunks of ``X`` (never a copy of ``X``). The fast path's Newton steps use the
 curvature of a **public** row subset (``max(20000, 100 p)`` evenly strided
-rows, chosen from ``n`` and ``p`` alone) rescaled to ``n``; stage 2 uses the
-exact Hessian, accumulated chunk-wise. When ``p`` exceeds 400 (dense ``X``) or
+rows, chosen from ``n`` and ``p`` alone) rescaled to ``n`` for the logistic
+loss, until a step fails to halve the gradient norm; after that, for the
+Huber hinge and in stage 2 the exact Hessian is accumulated chunk-wise (rows
+of zero curvature skipped). When ``p`` exceeds 400 (dense ``X``) or
 2000 (sparse ``X``) no ``p x p`` matrix is formed: Newton directions are
 solved by conjugate gradients with Hessian-vector products. None of this
 touches the guarantee: only the returned point's exact gradient norm on the
@@ -345,8 +347,10 @@ def minimize(U, Y, loss, lam, B, gamma, max_iter, R, sample_weight=None):
             if np.all(np.isfinite(res.x)):
                 best.offer(res.x, *memo(res.x))
         if best.gnorm > gamma:
-            _newton(best, U, Y, loss, lam, B, gamma, max_steps=50, fast=True, sw=sw,
-                    rows=_hessian_rows(U.shape[0], p))
+            # a row subset estimates a curvature that is positive on every row (logistic);
+            # the Huber hinge's lives on the rows of its band: exact Hessian (band rows only)
+            rows = _hessian_rows(U.shape[0], p) if loss.name == "logistic" else None
+            _newton(best, U, Y, loss, lam, B, gamma, max_steps=50, fast=True, sw=sw, rows=rows)
         # stage 2: globally convergent damped Newton
         if best.gnorm > gamma:
             _newton(best, U, Y, loss, lam, B, gamma, max_steps=_NEWTON_STEPS, fast=False, sw=sw)
