@@ -291,3 +291,25 @@ def test_grams_skip_rows_of_zero_curvature(kind):
         assert 0 < np.count_nonzero(ck) < 0.5 * len(ck)
         np.testing.assert_allclose(np.triu(H), np.triu(U.T @ (U * ck[:, None])),
                                    rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("binding", [True, False])
+def test_gradient_route_clipping_matches_explicitly_scaled_rows(binding):
+    """One step from W = 0 (all margins 0, loss'(0) = -1/2): clipping the per-example
+    gradients -y_i u_i / 2 to ``clip`` is scaling u_i by min(1, 2 clip / ||u_i||)."""
+    from skdp.linear_model._erm import _gradient_perturbation
+
+    rng = np.random.default_rng(6)
+    n, p, R = 500, 6, 2.0
+    U = rng.normal(size=(n, p))
+    U *= (R * rng.random(n) / np.linalg.norm(U, axis=1))[:, None]
+    Y = np.sign(rng.normal(size=(n, 1)))
+    clip = 0.3 if binding else R  # clip = sqrt(K) R (the default) never binds: no norms computed
+    scaled = U * np.minimum(1.0, 2 * clip / np.linalg.norm(U, axis=1))[:, None]
+    kw = dict(n_steps=1, batch_size=None, learning_rate=0.5)
+    W1, _, _ = _gradient_perturbation(U, Y, LogisticLoss(), 1e-3, R, n, 1.0, 1e-5, "auto",
+                                      np.random.default_rng(0), clip=clip, **kw)
+    W2, _, _ = _gradient_perturbation(scaled, Y, LogisticLoss(), 1e-3, R, n, 1.0, 1e-5, "auto",
+                                      np.random.default_rng(0), clip=clip, **kw)
+    np.testing.assert_allclose(W1, W2, rtol=1e-12, atol=1e-14)
+    assert binding == (np.linalg.norm(scaled - U) > 0)

@@ -810,7 +810,10 @@ def _gradient_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, rng, *,
     lr = 1.0 / (beta_avg + lam) if learning_rate == "auto" else float(learning_rate)
     denom = q * n
     U = as_operator(U)
-    unorm = U.row_norms()  # ||u_i||, computed once
+    # |loss'| <= 1 and ||u_i|| <= R: per-example gradients have norm <= sqrt(K) R, so a
+    # clip at or above it never binds (public decision) and the norms are not needed
+    needs_clip = clip < np.sqrt(K) * R
+    unorm = U.row_norms() if needs_clip else None  # ||u_i||, computed once
     W = np.zeros((K, p))
     V = W.copy()
     Wavg = np.zeros_like(W)
@@ -822,7 +825,8 @@ def _gradient_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, rng, *,
             pre = spec.mechanism_.draw_grid_noise(spec, min(block, T - t), rng)
         if q < 1.0:
             idx = np.flatnonzero(rng.random(n) < q)
-            Us, Ys, norm_s = U.take(idx), Y[idx], unorm[idx]
+            Us, Ys = U.take(idx), Y[idx]
+            norm_s = unorm[idx] if needs_clip else None
             ws = None if sample_weight is None else sample_weight[idx]
         else:
             Us, Ys, norm_s, ws = U, Y, unorm, sample_weight
@@ -832,11 +836,14 @@ def _gradient_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, rng, *,
             # per-example gradient A_i u_i^T (norm ||A_i|| ||u_i||), clipped to clip, times w_i
             A = loss.deriv(Z)
             A *= Yc
-            norms = np.sqrt(np.einsum("ik,ik->i", A, A)) * norm_s[i:j]
-            factor = np.minimum(1.0, clip / np.maximum(norms, 1e-300))
-            if ws is not None:  # weights in [0, 1] after clipping: norms stay <= clip
-                factor *= ws[i:j]
-            A *= factor[:, None]
+            if needs_clip:
+                norms = np.sqrt(np.einsum("ik,ik->i", A, A)) * norm_s[i:j]
+                factor = np.minimum(1.0, clip / np.maximum(norms, 1e-300))
+                if ws is not None:  # weights in [0, 1] after clipping: norms stay <= clip
+                    factor *= ws[i:j]
+                A *= factor[:, None]
+            elif ws is not None:
+                A *= ws[i:j, None]
             return 0.0, A
 
         _, S = Us.fused(Yv, Ys, clipped)  # sum of the clipped per-example gradients
