@@ -560,3 +560,157 @@ def test_amp_multiclass_bound_is_below_the_chi_bound_and_used():
     np.testing.assert_allclose(info["sigma"], sig, rtol=1e-12)
     assert amp_multiclass_delta(info["l2_sensitivity"] / (2 * np.sqrt(3) * sig), info["eps_noise"], 3) \
         <= info["delta_noise"]
+
+
+# ----------------------------------------------------------------------
+# sample_weight / class_weight (public range [0, 1]; module docstring of _erm)
+# ----------------------------------------------------------------------
+def _deriv(loss, z):
+    """loss'(z) written out (independent of the module's value_deriv)."""
+    if isinstance(loss, LogisticLoss):
+        return -expit(-z)
+    h, m = loss.h, 1.0 - z
+    return np.where(m > h, -1.0, np.where(m < -h, 0.0, -(m / (2 * h) + 0.5)))
+
+
+@pytest.mark.parametrize("loss", [LogisticLoss(), HuberLoss(0.1)], ids=["logistic", "huber"])
+def test_weighted_gradient_difference_is_maximised_at_the_unweighted_bound(loss):
+    """max ||w l'(y<W,u>) y u - w' l'(y'<W,u'>) y' u'|| over w, w' in [0, 1], rows in the
+    ball of radius R, both labels and any W equals the unweighted maximum, 2 R."""
+    R, d = 1.5, 2
+    rng = np.random.default_rng(0)
+
+    def unpack(t):
+        w, w2 = 0.5 * (1 + np.tanh(t[0])), 0.5 * (1 + np.tanh(t[1]))  # in [0, 1]
+        u, u2 = t[2:4], t[4:6]
+        u = u * min(1.0, R / max(np.linalg.norm(u), 1e-300))
+        u2 = u2 * min(1.0, R / max(np.linalg.norm(u2), 1e-300))
+        return w, w2, u, u2, t[6:8]
+
+    def neg_norm(t, y, y2, weighted):
+        w, w2, u, u2, W = unpack(t)
+        if not weighted:
+            w = w2 = 1.0
+        g = w * _deriv(loss, y * (W @ u)) * y * u - w2 * _deriv(loss, y2 * (W @ u2)) * y2 * u2
+        return -np.linalg.norm(g)
+
+    best = {True: 0.0, False: 0.0}
+    for weighted in (True, False):
+        for y, y2 in [(1, 1), (1, -1), (-1, 1), (-1, -1)]:
+            for _ in range(15):
+                t0 = rng.normal(size=8) * 3
+                res = optimize.minimize(neg_norm, t0, args=(y, y2, weighted), method="Nelder-Mead",
+                                        options={"maxiter": 4000, "xatol": 1e-10, "fatol": 1e-12})
+                best[weighted] = max(best[weighted], -res.fun)
+    assert best[True] <= 2 * R * (1 + 1e-12)
+    assert best[True] == pytest.approx(best[False], rel=1e-3)
+    assert best[False] == pytest.approx(2 * R, rel=1e-3)
+
+
+@pytest.mark.parametrize("loss", [LogisticLoss(), HuberLoss(0.1)], ids=["logistic", "huber"])
+def test_weighted_curvature_is_at_most_c(loss):
+    """The Jacobian term's per-record curvature w l''(z) over w in [0, 1] and all z is <= c."""
+    z = np.linspace(-20, 20, 400001)
+    w = np.linspace(0, 1, 101)[:, None]
+    if isinstance(loss, LogisticLoss):
+        second = expit(z) * expit(-z)
+    else:
+        second = np.where(np.abs(1 - z) <= loss.h, 1 / (2 * loss.h), 0.0)
+    worst = float(np.max(w * second))
+    assert worst <= loss.curvature and worst == pytest.approx(loss.curvature, rel=1e-6)
+
+
+ROUTES = [dict(perturbation="output"), dict(perturbation="objective"),
+          dict(perturbation="objective", delta=0.0), dict(perturbation="gradient", max_iter=30)]
+
+
+@pytest.mark.parametrize("est", [PrivateLogisticRegression, PrivateHuberSVM])
+@pytest.mark.parametrize("route", ROUTES, ids=["output", "amp", "chaudhuri", "gradient"])
+def test_unit_weights_reproduce_the_unweighted_fit(est, route):
+    X, y = _data(n=400, k=3)
+    kw = dict(data_norm=1.0, classes=[0, 1, 2], random_state=3, **route)
+    a = est(**kw).fit(X, y)
+    b = est(**kw).fit(X, y, sample_weight=np.ones(len(y)))
+    c = est(class_weight={0: 1.0, 1: 1.0, 2: 1.0}, **kw).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.coef_, c.coef_)
+    np.testing.assert_array_equal(a.intercept_, c.intercept_)
+
+
+@pytest.mark.parametrize("route", ROUTES, ids=["output", "amp", "chaudhuri", "gradient"])
+def test_class_weight_equals_the_same_sample_weight(route):
+    X, y = _data(n=400)
+    kw = dict(data_norm=1.0, classes=[0, 1], random_state=5, **route)
+    cw = {0: 0.3, 1: 0.8}
+    a = PrivateLogisticRegression(class_weight=cw, **kw).fit(X, y)
+    b = PrivateLogisticRegression(**kw).fit(X, y, sample_weight=np.where(y == 0, 0.3, 0.8))
+    half = np.full(len(y), 0.5)
+    c = PrivateLogisticRegression(class_weight=cw, **kw).fit(X, y, sample_weight=half)
+    d = PrivateLogisticRegression(**kw).fit(X, y, sample_weight=np.where(y == 0, 0.15, 0.4))
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(c.coef_, d.coef_, rtol=1e-12, atol=1e-12)
+    assert not np.allclose(a.coef_, c.coef_)
+
+
+@pytest.mark.parametrize("route", ROUTES, ids=["output", "amp", "chaudhuri", "gradient"])
+def test_zero_weight_removes_the_records_contribution(route):
+    """A record of weight 0 contributes nothing: changing its row and label leaves the fit."""
+    X, y = _data(n=300)
+    sw = np.ones(len(y))
+    sw[:5] = 0.0
+    X2, y2 = X.copy(), y.copy()
+    X2[:5] = -X2[:5] * 0.3
+    y2[:5] = 1 - y2[:5]
+    kw = dict(data_norm=1.0, classes=[0, 1], random_state=7, **route)
+    a = PrivateHuberSVM(**kw).fit(X, y, sample_weight=sw)
+    b = PrivateHuberSVM(**kw).fit(X2, y2, sample_weight=sw)
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-10, atol=1e-12)
+
+
+def test_zero_weight_minimiser_matches_a_reference_without_the_record():
+    """The solver's weighted minimiser equals scipy's minimiser of the objective written out
+    on the other records (normaliser n kept)."""
+    from skdp.linear_model._solver import minimize
+
+    X, y = _data(n=200, d=3)
+    U = np.hstack([X, np.ones((200, 1))])
+    Y = np.where(y == 1, 1.0, -1.0)[:, None]
+    sw = np.ones(200)
+    sw[:20] = 0.0
+    lam, n = 0.01, 200
+    W = minimize(U, Y, LogisticLoss(), lam, np.zeros((1, 4)), 1e-12, 1000, np.sqrt(2),
+                 sample_weight=sw)
+
+    def f(w):
+        z = Y[20:, 0] * (U[20:] @ w)
+        return np.sum(np.logaddexp(0, -z)) / n + lam / 2 * w @ w
+
+    ref = optimize.minimize(f, np.zeros(4), method="BFGS", options={"gtol": 1e-12}).x
+    np.testing.assert_allclose(W[0], ref, atol=1e-6)
+
+
+@pytest.mark.parametrize("kwargs, fit_kw, match", [
+    ({}, dict(sample_weight=np.full(50, 1.5)), "sample_weight"),
+    ({}, dict(sample_weight=np.r_[np.ones(49), -0.1]), "sample_weight"),
+    ({}, dict(sample_weight=np.r_[np.ones(49), np.nan]), "NaN"),
+    ({}, dict(sample_weight=np.ones(49)), "sample"),
+    ({}, dict(sample_weight=np.zeros(50)), "zero"),
+    (dict(class_weight="balanced"), {}, "balanced"),
+    (dict(class_weight={0: 2.0}), {}, "class_weight"),
+    (dict(class_weight={5: 0.5}), {}, "class_weight"),
+])
+def test_invalid_weights_raise_before_the_charge(kwargs, fit_kw, match):
+    from skdp import BudgetLedger
+
+    X, y = _data(n=50)
+    led = BudgetLedger(epsilon=10.0, delta=1e-3)
+    clf = PrivateLogisticRegression(data_norm=1.0, classes=[0, 1], accountant=led, **kwargs)
+    with pytest.raises(ValueError, match=match):
+        clf.fit(X, y, **fit_kw)
+    assert led.spent.epsilon == 0.0 and len(led.spends) == 0
+    assert not hasattr(clf, "coef_")
+    msg_values = [str(v) for v in (1.5, -0.1)]
+    with pytest.raises(ValueError) as info:
+        clf.fit(X, y, **fit_kw)
+    if "sample_weight" in fit_kw and match == "sample_weight":
+        assert not any(v in str(info.value) for v in msg_values)

@@ -7,17 +7,16 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skdp.linear_model import PrivateHuberSVM
 
-_SW_REASON = ("sample_weight is rejected: weights change the sensitivity and no bound on "
-              "them is declared")
+_W_REASON = ("uses weights above 1 ({}); the sensitivity is derived for weights in the "
+             "public range [0, 1], so larger weights raise ValueError")
 EXPECTED_FAILED = {
-    "check_sample_weights_pandas_series": _SW_REASON,
-    "check_sample_weights_not_an_array": _SW_REASON,
-    "check_sample_weights_list": _SW_REASON,
-    "check_sample_weights_shape": _SW_REASON,
-    "check_sample_weights_not_overwritten": _SW_REASON,
-    "check_sample_weight_equivalence_on_dense_data": _SW_REASON,
-    "check_all_zero_sample_weights_error": _SW_REASON,
-    "check_classifiers_one_label_sample_weights": _SW_REASON,
+    "check_sample_weights_list": _W_REASON.format("sample_weight = 3"),
+    "check_sample_weights_not_overwritten": _W_REASON.format("one weight of 10"),
+    "check_sample_weight_equivalence_on_dense_data": _W_REASON.format(
+        "integer weights as repetitions"),
+    "check_sample_weight_equivalence_on_sparse_data": _W_REASON.format(
+        "integer weights as repetitions"),
+    "check_class_weight_classifiers": _W_REASON.format("class_weight 1000"),
     "check_non_transformer_estimators_n_iter": (
         "the solver's iteration count depends on the private data and is not released"),
 }
@@ -69,7 +68,7 @@ def test_bad_data():
     with pytest.raises(ValueError, match="NaN"):
         clf.fit(Xn, y)
     with pytest.raises(ValueError, match="sample_weight"):
-        clf.fit(X, y, sample_weight=np.ones(50))
+        clf.fit(X, y, sample_weight=np.full(50, 1.5))
     with pytest.raises(ValueError):
         clf.fit(X, y[:-1])
 

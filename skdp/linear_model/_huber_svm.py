@@ -29,7 +29,7 @@ class PrivateHuberSVM(_BasePrivateLinearClassifier):
     ----------
     epsilon, delta, perturbation, mechanism, data_norm, classes, C, fit_intercept, \
 intercept_scaling, max_iter, tol, batch_size, clip_norm, learning_rate, \
-random_state, accountant
+class_weight, random_state, accountant
         As in :class:`PrivateLogisticRegression`.
     h : float, default=0.1
         Huber smoothing width (> 0).
@@ -63,8 +63,9 @@ random_state, accountant
 
     def __init__(self, epsilon=1.0, delta=1e-5, perturbation="objective", mechanism="auto",
                  data_norm=None, classes=None, C="auto", fit_intercept=True, intercept_scaling=1.0,
-                 max_iter=1000, tol=1e-6, batch_size=None, clip_norm=None,
-                 learning_rate="auto", h=0.1, random_state=None, accountant=None):
+                 max_iter="auto", tol=1e-6, batch_size=None, clip_norm=None,
+                 learning_rate="auto", class_weight=None, h=0.1, random_state=None,
+                 accountant=None):
         self.epsilon = epsilon
         self.delta = delta
         self.perturbation = perturbation
@@ -79,6 +80,7 @@ random_state, accountant
         self.batch_size = batch_size
         self.clip_norm = clip_norm
         self.learning_rate = learning_rate
+        self.class_weight = class_weight
         self.h = h
         self.random_state = random_state
         self.accountant = accountant

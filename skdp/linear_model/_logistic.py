@@ -44,7 +44,9 @@ class PrivateLogisticRegression(_BasePrivateLinearClassifier):
         composition for ``delta=0``). Unverified mechanisms such as
         ``"product_noise"`` are passed through and warn.
     data_norm : float, default=None
-        Public bound on the Euclidean norm of every row of ``X``. ``None``
+        Public bound on the Euclidean norm of every row of ``X`` (dense float64
+        or float32, memmaps included, or ``scipy.sparse`` CSR/CSC: read in
+        place, never copied or densified). ``None``
         infers it from the data with a :class:`~skdp.PrivacyLeakWarning`.
     classes : array-like of shape (n_classes,), default=None
         The public set of class labels (at least two). The released model
@@ -70,8 +72,12 @@ class PrivateLogisticRegression(_BasePrivateLinearClassifier):
         Add a constant feature ``intercept_scaling * data_norm``.
     intercept_scaling : float, default=1.0
         Constant feature value relative to ``data_norm`` (public).
-    max_iter : int, default=1000
-        Solver iterations (output/objective) or noisy gradient steps (gradient).
+    max_iter : int or "auto", default="auto"
+        Solver iterations of the L-BFGS fast path (output/objective; ``"auto"``:
+        1000) or noisy gradient steps (gradient; ``"auto"``: a public rule of
+        ``n``, the shape, the loss and the budget, between 20 and 1000, derived
+        in :mod:`skdp.linear_model._erm`, "Number of steps"; the value used is
+        ``privacy_info_["n_steps"]``).
     tol : float, default=1e-6
         The solver stops at gradient norm ``gamma = tol * R / n`` (or the fit
         raises); the sensitivities include that error (``2 gamma / lambda``,
@@ -83,6 +89,12 @@ class PrivateLogisticRegression(_BasePrivateLinearClassifier):
         ``sqrt(K) R``, which per-example gradients never exceed).
     learning_rate : "auto" or float, default="auto"
         Step size of the gradient route (``"auto"``: ``1/(R^2/4 + lambda)``).
+    class_weight : dict or None, default=None
+        Public weights ``{class: weight in [0, 1]}`` multiplying the loss of
+        the records of each class (classes not listed: 1); combined with
+        ``sample_weight`` as ``class_weight[y_i] * sample_weight[i]``. Every
+        class named must be in ``classes``. ``"balanced"`` is refused: it
+        would read the private class counts.
     random_state : int, Generator, RandomState or None, default=None
         Source of the noise. ``None`` (use it for real releases) draws fresh OS
         entropy for every fit. An int seed is for reproducible experiments:
@@ -134,8 +146,8 @@ class PrivateLogisticRegression(_BasePrivateLinearClassifier):
 
     def __init__(self, epsilon=1.0, delta=1e-5, perturbation="objective", mechanism="auto",
                  data_norm=None, classes=None, C="auto", fit_intercept=True, intercept_scaling=1.0,
-                 max_iter=1000, tol=1e-6, batch_size=None, clip_norm=None,
-                 learning_rate="auto", random_state=None, accountant=None):
+                 max_iter="auto", tol=1e-6, batch_size=None, clip_norm=None,
+                 learning_rate="auto", class_weight=None, random_state=None, accountant=None):
         self.epsilon = epsilon
         self.delta = delta
         self.perturbation = perturbation
@@ -150,6 +162,7 @@ class PrivateLogisticRegression(_BasePrivateLinearClassifier):
         self.batch_size = batch_size
         self.clip_norm = clip_norm
         self.learning_rate = learning_rate
+        self.class_weight = class_weight
         self.random_state = random_state
         self.accountant = accountant
 

@@ -57,6 +57,20 @@ Three stages, each started from the best point of the previous one:
    bound by the theorem (in exact arithmetic; floating-point effects on the
    release are the subject of a separate analysis).
 
+Cost. The rows are a :class:`~skdp.linear_model._rows.RowOperator`: one
+evaluation of ``F`` and its gradient is one fused pass over cache-sized row
+chunks of ``X`` (never a copy of ``X``). The fast path's Newton steps use the
+curvature of a **public** row subset (``max(20000, 100 p)`` evenly strided
+rows, chosen from ``n`` and ``p`` alone) rescaled to ``n`` for the logistic
+loss, until a step fails to halve the gradient norm; after that, for the
+Huber hinge and in stage 2 the exact Hessian is accumulated chunk-wise (rows
+of zero curvature skipped). When ``p`` exceeds 400 (dense ``X``) or
+2000 (sparse ``X``) no ``p x p`` matrix is formed: Newton directions are
+solved by conjugate gradients with Hessian-vector products. None of this
+touches the guarantee: only the returned point's exact gradient norm on the
+full data (``<= gamma``) or the backstop's iteration count carries it, and
+both are computed on all rows.
+
 No message of this module contains a value computed from the data.
 
 References
@@ -69,42 +83,124 @@ import math
 
 import numpy as np
 from scipy import linalg, optimize
-from scipy.linalg import blas
+
+from ._rows import as_operator
 
 __all__ = ["minimize", "accelerated_iteration_cap"]
 
-_COARSE_REL = 1e-2  # L-BFGS stops at this fraction of the initial gradient norm, then Newton
+_COARSE_REL = 1e-1
 _NEWTON_STEPS = 200  # stage 2 budget (steps, each one Hessian factorisation)
 _ARMIJO = 1e-4
+_DENSE_HESSIAN_MAX = 400  # dense X: p x p Hessians (n p^2 flops) up to this p, else CG
+_DENSE_HESSIAN_MAX_SPARSE = 2000  # sparse X: X^T D X costs ~ sum_i nnz_i^2
+_HESS_ROWS_MIN = 20000  # fast path: Hessian on max(20000, 100 p) strided rows (if fewer than n)
+_HESS_ROWS_PER_FEATURE = 100
+_CG_RTOL = 1e-6
+_CG_MAXITER = 250
 
 
-def _obj_grad(wflat, U, Y, loss, lam, B):
+def _obj_grad(wflat, U, Y, loss, lam, B, sw=None):
+    """``F`` and its gradient at ``wflat``: two passes over the rows (``U`` an operator)."""
+    U = as_operator(U)
     n = U.shape[0]
     W = wflat.reshape(B.shape)
-    Z = (U @ W.T) * Y
-    val, der = loss.value_deriv(Z)
-    f = val.sum() / n + 0.5 * lam * np.dot(wflat, wflat) + np.dot(B.ravel(), wflat)
-    G = ((der * Y).T @ U) / n + lam * W + B
+    # per-record weights in [0, 1] multiply the loss terms (module docstring of _erm)
+    fsum, G = U.loss_grad(W, Y, loss, sw)
+    f = fsum / n + 0.5 * lam * np.dot(wflat, wflat) + np.dot(B.ravel(), wflat)
+    G = G / n + lam * W + B
     return f, G.ravel()
 
 
-def _hessian_factors(wflat, U, Y, loss, lam, shape):
-    """Cholesky factors of the exact per-class Hessians at ``wflat`` (BLAS syrk)."""
+def _dense_hessian_max(U):
+    """Largest ``p`` for which the exact ``p x p`` Hessians are formed (a public rule)."""
+    return _DENSE_HESSIAN_MAX_SPARSE if U.sparse else _DENSE_HESSIAN_MAX
+
+
+def _hessian_rows(n, p):
+    """Rows of the fast path's Hessian: all (``None``) or every ``step``-th row, a slice
+    (a view of dense X, no copy) chosen from the public ``n`` and ``p`` alone."""
+    m = max(_HESS_ROWS_MIN, _HESS_ROWS_PER_FEATURE * p)
+    if 2 * m > n:
+        return None
+    return slice(None, None, n // m)
+
+
+def _hessian_factors(wflat, U, Y, loss, lam, shape, sw=None, rows=None):
+    """The per-class Hessians at ``wflat``: Cholesky factors, or a CG solver in high dimension.
+
+    ``U^T diag(S_k / n) U + lam I`` with ``S_ik = w_i loss''(.)``: formed chunk-wise
+    (:meth:`RowOperator.grams`) and factorised when ``p`` is at most
+    :func:`_dense_hessian_max`; otherwise Newton directions are solved by conjugate
+    gradients with Hessian-vector products (two passes over the rows each).
+    """
+    U = as_operator(U)
+    if rows is not None:  # fast path: the curvature of a public row subset, rescaled
+        U, Y, sw = U.take(rows), Y[rows], None if sw is None else sw[rows]
     n, p = U.shape
-    S = loss.second((U @ wflat.reshape(shape).T) * Y)
+    W = wflat.reshape(shape)
+
+    def curvature(Z, Yc, i, j):  # w_i loss''(z_ik) / n of the rows i:j
+        S = loss.second(Z)
+        if sw is not None:
+            S *= sw[i:j, None]
+        S /= n
+        return S
+
+    if p > _dense_hessian_max(U):
+        Z = U.dot(W)
+        Z *= Y
+        return _CGHessian(U, curvature(Z, Y, 0, n), lam)
     factors = []
-    for k in range(shape[0]):
-        Us = U * np.sqrt(S[:, k] / n)[:, None]
-        H = blas.dsyrk(1.0, Us.T, trans=0, lower=0)  # upper triangle of Us^T Us, no copy
+    for H in U.grams(W, Y, curvature):
         H[np.diag_indices(p)] += lam
         factors.append(linalg.cho_factor(H, lower=False, check_finite=False))
     return factors
 
 
+class _CGHessian:
+    """Newton directions by conjugate gradients: ``H_k v = U^T (S_k * (U v)) + lam v``."""
+
+    def __init__(self, U, S, lam):
+        self.U, self.S, self.lam = U, S, lam
+
+    def solve(self, G):
+        from scipy.sparse.linalg import LinearOperator, cg
+
+        U, lam = self.U, self.lam
+        p = U.shape[1]
+        out = []
+        for k in range(G.shape[0]):
+            c = self.S[:, k:k + 1]
+
+            def mv(v, c=c):
+                return U.rdot(c * U.dot(np.asarray(v).reshape(1, p)))[0] + lam * np.ravel(v)
+
+            x, _ = cg(LinearOperator((p, p), matvec=mv, dtype=np.float64), G[k],
+                      rtol=_CG_RTOL, atol=0.0, maxiter=_CG_MAXITER)
+            out.append(x)
+        return -np.concatenate(out)
+
+
 def _newton_direction(factors, g, shape):
     G = g.reshape(shape)
+    if isinstance(factors, _CGHessian):
+        return factors.solve(G)
     return -np.concatenate([linalg.cho_solve(c, G[k], check_finite=False)
                             for k, c in enumerate(factors)])
+
+
+class _Memo:
+    """``_obj_grad`` remembering its last point (L-BFGS re-evaluates its start and end)."""
+
+    def __init__(self, U, Y, loss, lam, B, sw):
+        self.args = (U, Y, loss, lam, B, sw)
+        self.x = None
+
+    def __call__(self, x):
+        if self.x is None or not np.array_equal(x, self.x):
+            self.x = np.array(x, copy=True)
+            self.value = _obj_grad(self.x, *self.args)
+        return self.value[0], self.value[1].copy()
 
 
 class _Best:
@@ -119,7 +215,7 @@ class _Best:
             self.w, self.f, self.g, self.gnorm = w, f, g, gnorm
 
 
-def _newton(best, U, Y, loss, lam, B, gamma, max_steps, fast):
+def _newton(best, U, Y, loss, lam, B, gamma, max_steps, fast, sw=None, rows=None):
     """Newton steps from ``best`` with a backtracking line search.
 
     ``fast=False`` (stage 2): pure Armijo backtracking on F, which makes the
@@ -137,13 +233,16 @@ def _newton(best, U, Y, loss, lam, B, gamma, max_steps, fast):
             break
         if fast and factors is not None:
             wnew = wflat + _newton_direction(factors, g, B.shape)
-            fnew, gnew = _obj_grad(wnew, U, Y, loss, lam, B)
+            fnew, gnew = _obj_grad(wnew, U, Y, loss, lam, B, sw)
             gnew_norm = np.linalg.norm(gnew)
+            best.offer(wnew, fnew, gnew)
+            if best.gnorm <= gamma:
+                break
             if np.isfinite(fnew) and gnew_norm <= 0.5 * gnorm and fnew <= f:
                 wflat, f, g, gnorm = wnew, fnew, gnew, gnew_norm
-                best.offer(wflat, f, g)
                 continue
-        factors = _hessian_factors(wflat, U, Y, loss, lam, B.shape)
+            rows = None  # the subset's curvature did not halve the gradient: exact from now on
+        factors = _hessian_factors(wflat, U, Y, loss, lam, B.shape, sw, rows)
         step = _newton_direction(factors, g, B.shape)
         slope = float(np.dot(g, step))
         if not (np.all(np.isfinite(step)) and slope < 0):
@@ -151,7 +250,7 @@ def _newton(best, U, Y, loss, lam, B, gamma, max_steps, fast):
         t = 1.0
         while t >= 1e-12:
             wnew = wflat + t * step
-            fnew, gnew = _obj_grad(wnew, U, Y, loss, lam, B)
+            fnew, gnew = _obj_grad(wnew, U, Y, loss, lam, B, sw)
             if np.isfinite(fnew) and (fnew <= f + _ARMIJO * t * slope
                                       or (fast and np.linalg.norm(gnew) < gnorm)):
                 break
@@ -180,7 +279,7 @@ def accelerated_iteration_cap(kappa, g0, gamma):
     return int(math.ceil((math.log(2.0 * kappa) + 2.0 * (math.log(g0) - math.log(gamma))) / rate))
 
 
-def _accelerated(best, U, Y, loss, lam, B, gamma, L):
+def _accelerated(best, U, Y, loss, lam, B, gamma, L, sw=None):
     """Nesterov's constant-momentum method from ``best`` until the public bound holds."""
     kappa = L / lam
     T = accelerated_iteration_cap(kappa, best.gnorm, gamma)
@@ -189,7 +288,7 @@ def _accelerated(best, U, Y, loss, lam, B, gamma, L):
     x = best.w.copy()
     y = x.copy()
     for _ in range(T):
-        fy, gy = _obj_grad(y, U, Y, loss, lam, B)
+        fy, gy = _obj_grad(y, U, Y, loss, lam, B, sw)
         if np.linalg.norm(gy) <= gamma:
             return y
         x_new = y - gy / L
@@ -198,13 +297,14 @@ def _accelerated(best, U, Y, loss, lam, B, gamma, L):
     return x  # ||grad F(x_T)|| <= gamma by Nesterov (2004), Thm 2.2.3
 
 
-def minimize(U, Y, loss, lam, B, gamma, max_iter, R):
+def minimize(U, Y, loss, lam, B, gamma, max_iter, R, sample_weight=None):
     """Minimise ``F(W) = J(W) + <B, W>`` to ``||grad F|| <= gamma``; never fails.
 
     Parameters
     ----------
-    U : ndarray of shape (n, p)
-        Clipped (augmented) rows, ``||u_i|| <= R``.
+    U : RowOperator or ndarray of shape (n, p)
+        Clipped (augmented) rows, ``||u_i|| <= R`` (:class:`~skdp.linear_model._rows.RowOperator`,
+        or a plain array).
     Y : ndarray of shape (n, K)
         Labels in {-1, +1} of the K one-vs-rest problems.
     loss : LogisticLoss or HuberLoss
@@ -218,6 +318,9 @@ def minimize(U, Y, loss, lam, B, gamma, max_iter, R):
         L-BFGS iterations of the fast path.
     R : float
         Public bound on the row norms (for the smoothness ``L = c R^2 + lam``).
+    sample_weight : ndarray of shape (n,) or None
+        Per-record weights in [0, 1] multiplying the loss terms (``None``: all 1);
+        the smoothness bound ``L`` holds as well since every weight is at most 1.
 
     Returns
     -------
@@ -225,27 +328,33 @@ def minimize(U, Y, loss, lam, B, gamma, max_iter, R):
         A point with ``||grad F(W)|| <= gamma`` (module docstring).
     """
     K, p = B.shape
+    U = as_operator(U)
+    sw = sample_weight
     L = loss.curvature * float(R) ** 2 + lam
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         x0 = np.zeros(K * p)
-        f0, g0 = _obj_grad(x0, U, Y, loss, lam, B)
+        memo = _Memo(U, Y, loss, lam, B, sw)
+        f0, g0 = memo(x0)
         best = _Best(x0, f0, g0)
         # stage 1: fast path
-        if best.gnorm > gamma:
+        if best.gnorm > gamma and _COARSE_REL < 1:
             coarse = max(gamma, _COARSE_REL * best.gnorm)
             res = optimize.minimize(
-                _obj_grad, x0, args=(U, Y, loss, lam, B), jac=True, method="L-BFGS-B",
+                memo, x0, jac=True, method="L-BFGS-B",
                 options={"maxiter": max_iter, "gtol": coarse / np.sqrt(K * p), "ftol": 0.0,
                          "maxcor": 20},
             )
             if np.all(np.isfinite(res.x)):
-                f1, g1 = _obj_grad(res.x, U, Y, loss, lam, B)
-                best.offer(res.x, f1, g1)
-            _newton(best, U, Y, loss, lam, B, gamma, max_steps=50, fast=True)
+                best.offer(res.x, *memo(res.x))
+        if best.gnorm > gamma:
+            # a row subset estimates a curvature that is positive on every row (logistic);
+            # the Huber hinge's lives on the rows of its band: exact Hessian (band rows only)
+            rows = _hessian_rows(U.shape[0], p) if loss.name == "logistic" else None
+            _newton(best, U, Y, loss, lam, B, gamma, max_steps=50, fast=True, sw=sw, rows=rows)
         # stage 2: globally convergent damped Newton
         if best.gnorm > gamma:
-            _newton(best, U, Y, loss, lam, B, gamma, max_steps=_NEWTON_STEPS, fast=False)
+            _newton(best, U, Y, loss, lam, B, gamma, max_steps=_NEWTON_STEPS, fast=False, sw=sw)
         if best.gnorm <= gamma:
             return best.w.reshape(K, p)
         # stage 3: the proven backstop
-        return _accelerated(best, U, Y, loss, lam, B, gamma, L).reshape(K, p)
+        return _accelerated(best, U, Y, loss, lam, B, gamma, L, sw).reshape(K, p)

@@ -1,0 +1,336 @@
+r"""The rows of the private ERM problems as a linear operator (no copy of ``X``).
+
+The routes of :mod:`skdp.linear_model._erm` work with the clipped, augmented
+rows ``u_i = [a_i x_i, s]`` where ``a_i = min(1, B / ||x_i||)`` clips row ``i``
+to the public bound ``B = data_norm`` and ``s = intercept_scaling * B`` is the
+public intercept column. :class:`RowOperator` never forms ``U``: it keeps
+``X`` as given (dense float64 or float32, memmaps included, or
+``scipy.sparse`` CSR/CSC), the length-``n`` vector ``a`` and the scalar ``s``,
+and applies them inside the products
+
+    U @ W^T   = a * (X @ W[:, :d]^T) + s * W[:, d],
+    A^T @ U   = [ (a * A)^T @ X ,  s * sum_i A_i ],
+    U^T diag(c) U  (the Newton Hessian)  accumulated over row chunks.
+
+Precision. Dense float32 input is read in row chunks of at most
+``_CHUNK_BYTES`` that are converted to float64 before each product, so every
+product and every reduction runs in float64 (the solver's stopping test
+``||grad|| <= gamma`` with ``gamma = tol R / n`` is far below what float32
+arithmetic resolves) while no float64 copy of ``X`` is ever held. Sparse input
+is kept sparse; float32 sparse data get one float64 copy of the ``nnz`` stored
+values (the index arrays are shared), i.e. memory proportional to ``nnz``.
+
+Row norms are computed once (:func:`row_norms_any`), in float64, from the
+dense chunks or from the sparse structure, with the overflow-safe rescaling of
+:func:`skdp._validation.row_norms`.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.linalg import blas
+
+from .._validation import row_norms
+
+__all__ = ["RowOperator", "row_norms_any", "as_operator", "safe_matmul"]
+
+_CHUNK_BYTES = 1 << 21  # float64 bytes of one row chunk (2 MiB)
+_SPARSE_BLOCK = 1 << 18  # stored values per block of the sparse row norms
+_FUSED_BYTES = 1 << 21  # row chunk of the fused loss-and-gradient pass (stays in cache)
+
+
+def _chunks(n, d, nbytes=_CHUNK_BYTES):
+    step = max(1, nbytes // (8 * max(int(d), 1)))
+    for start in range(0, n, step):
+        yield start, min(n, start + step)
+
+
+def _as_float64_sparse(X):
+    """``X`` as a float64 CSR/CSC matrix; float32 data get one copy of the values only."""
+    if X.format not in ("csr", "csc"):
+        X = X.tocsr()
+    if not X.has_canonical_format:  # duplicates summed (a copy proportional to nnz)
+        X = X.copy()
+        X.sum_duplicates()
+    if X.dtype == np.float64:
+        return X
+    cls = sp.csr_matrix if X.format == "csr" else sp.csc_matrix
+    return cls((np.asarray(X.data, dtype=np.float64), X.indices, X.indptr), shape=X.shape)
+
+
+def row_norms_any(X):
+    """Euclidean norm of every row, in float64, for dense (any float dtype) or sparse X.
+
+    Never copies ``X`` as a whole: dense rows are read in chunks, sparse rows
+    from the stored values. Rows whose squared norm overflows are recomputed
+    with scaling (finite result for every finite row).
+    """
+    n, d = X.shape
+    if sp.issparse(X):
+        Xs = _as_float64_sparse(X)
+        ptr = Xs.indptr
+        with np.errstate(over="ignore", invalid="ignore"):
+            if Xs.format == "csr":  # blocks of rows holding about _SPARSE_BLOCK values each
+                norms = np.zeros(n)
+                starts = np.searchsorted(ptr, np.arange(0, ptr[-1], _SPARSE_BLOCK), "right") - 1
+                bounds = np.unique(np.concatenate([starts, [n]]))
+                for i, j in zip(bounds[:-1], bounds[1:]):
+                    seg = Xs.data[ptr[i]:ptr[j]]
+                    # reduceat over the squares and a final 0 (every start is a valid index);
+                    # its value for an empty row is not a sum: masked
+                    sums = np.add.reduceat(np.append(seg * seg, 0.0), ptr[i:j] - ptr[i])
+                    norms[i:j] = np.where(ptr[i + 1:j + 1] > ptr[i:j], sums, 0.0)
+                norms = np.sqrt(norms)
+            else:  # CSC: blocks of columns
+                acc = np.zeros(n)
+                starts = np.searchsorted(ptr, np.arange(0, ptr[-1], _SPARSE_BLOCK), "right") - 1
+                bounds = np.unique(np.concatenate([starts, [X.shape[1]]]))
+                for i, j in zip(bounds[:-1], bounds[1:]):
+                    seg = Xs.data[ptr[i]:ptr[j]]
+                    acc += np.bincount(Xs.indices[ptr[i]:ptr[j]], weights=seg * seg, minlength=n)
+                norms = np.sqrt(acc)
+        bad = ~np.isfinite(norms)
+        if np.any(bad):
+            norms[bad] = row_norms(Xs[np.flatnonzero(bad)].toarray())
+        return norms
+    if X.dtype == np.float64:
+        return row_norms(X)
+    norms = np.empty(n)
+    for i, j in _chunks(n, d):
+        norms[i:j] = row_norms(np.asarray(X[i:j], dtype=np.float64))
+    return norms
+
+
+def safe_matmul(X, M):
+    """``X @ M`` in float64 for dense float32/float64 or sparse X (no full copy of X)."""
+    M = np.asarray(M, dtype=np.float64)
+    if sp.issparse(X):
+        return np.asarray(_as_float64_sparse(X) @ M)
+    if X.dtype == np.float64:
+        return X @ M
+    n, d = X.shape
+    out = np.empty((n,) + M.shape[1:])
+    for i, j in _chunks(n, d):
+        out[i:j] = np.asarray(X[i:j], dtype=np.float64) @ M
+    return out
+
+
+class RowOperator:
+    """``U = [diag(a) X, s 1]`` applied without forming it (module docstring).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d) (float64 or float32) or scipy.sparse CSR/CSC
+    scale : ndarray of shape (n,) or None
+        Clip factors ``a_i`` (``None``: all 1).
+    intercept : float or None
+        The intercept column's constant ``s`` (``None``: no intercept column).
+    """
+
+    def __init__(self, X, scale=None, intercept=None):
+        self.sparse = sp.issparse(X)
+        self.X = _as_float64_sparse(X) if self.sparse else X
+        self.a = None if scale is None else np.asarray(scale, dtype=np.float64)
+        self.s = None if intercept is None else float(intercept)
+        self.n, self.d = X.shape
+        self.p = self.d + (0 if self.s is None else 1)
+        self._chunked = not self.sparse and X.dtype != np.float64
+
+    @property
+    def shape(self):
+        return (self.n, self.p)
+
+    def take(self, idx):
+        """The operator of the rows ``idx`` (a copy of those rows, or a view for a slice)."""
+        return RowOperator(self.X[idx], None if self.a is None else self.a[idx], self.s)
+
+    def row_norms(self):
+        """``||u_i||`` (float64), from the norms of ``X`` computed once."""
+        nx = row_norms_any(self.X)
+        if self.a is not None:
+            nx = nx * self.a
+        return nx if self.s is None else np.hypot(nx, self.s)
+
+    def _xdot(self, M):  # X @ M, M (d, K) -> (n, K) float64
+        if self._chunked:
+            return safe_matmul(self.X, M)
+        out = self.X @ M
+        return np.asarray(out)
+
+    def _xtdot(self, A):  # A^T @ X, A (n, K) -> (K, d) float64
+        if self.sparse:
+            return np.asarray(self.X.T @ A).T
+        if self._chunked:
+            G = np.zeros((A.shape[1], self.d))
+            for i, j in _chunks(self.n, self.d):
+                G += A[i:j].T @ np.asarray(self.X[i:j], dtype=np.float64)
+            return G
+        return A.T @ self.X
+
+    def dot(self, W):
+        """``U @ W^T`` for ``W`` of shape (K, p): shape (n, K)."""
+        W = np.asarray(W, dtype=np.float64)
+        Z = self._xdot(np.ascontiguousarray(W[:, :self.d].T))
+        if self.a is not None:
+            Z *= self.a[:, None]
+        if self.s is not None:
+            Z += self.s * W[:, self.d]
+        return Z
+
+    def rdot(self, A):
+        """``A^T @ U`` for ``A`` of shape (n, K): shape (K, p)."""
+        Aa = A * self.a[:, None] if self.a is not None else A
+        Gd = self._xtdot(Aa)
+        if self.s is None:
+            return Gd
+        G = np.empty((A.shape[1], self.p))
+        G[:, :self.d] = Gd
+        G[:, self.d] = self.s * A.sum(axis=0)
+        return G
+
+    def fused(self, W, Y, fn):
+        """``(sum of fn's values, A^T U)`` where ``fn(Z, Yc, i, j) -> (value, A)`` gets the
+        margins ``Z = Yc * (U W^T)`` of rows ``i:j`` and returns their coefficients ``A``.
+
+        Dense X: one pass over cache-sized row chunks, each read once for both
+        products (float32 chunks converted to float64); sparse X: two sparse
+        products over all rows.
+        """
+        W = np.asarray(W, dtype=np.float64)
+        if self.sparse:
+            Z = self.dot(W)
+            Z *= Y
+            fsum, A = fn(Z, Y, 0, self.n)
+            return fsum, self.rdot(A)
+        d, s, a = self.d, self.s, self.a
+        Wd = np.ascontiguousarray(W[:, :d].T)
+        K = W.shape[0]
+        Gd = np.zeros((K, d))
+        gs = np.zeros(K)
+        fsum = 0.0
+        for i, j in _chunks(self.n, d, _FUSED_BYTES):
+            Xc = np.asarray(self.X[i:j], dtype=np.float64)
+            Z = Xc @ Wd
+            if a is not None:
+                Z *= a[i:j, None]
+            if s is not None:
+                Z += s * W[:, d]
+            Yc = Y[i:j]
+            Z *= Yc
+            part, A = fn(Z, Yc, i, j)
+            fsum += part
+            if s is not None:
+                gs += A.sum(axis=0)
+            if a is not None:
+                A *= a[i:j, None]
+            Gd += A.T @ Xc
+        if s is None:
+            return fsum, Gd
+        G = np.empty((K, self.p))
+        G[:, :d] = Gd
+        G[:, d] = s * gs
+        return fsum, G
+
+    def loss_grad(self, W, Y, loss, sw=None):
+        """``(sum_ik w_i loss(z_ik), A^T U)`` with ``z = Y * (U W^T)``, ``A = w * loss'(z) * Y``."""
+
+        def fn(Z, Yc, i, j):
+            val, der = loss.value_deriv(Z)
+            if sw is not None:
+                val *= sw[i:j, None]
+                der *= sw[i:j, None]
+            der *= Yc
+            return float(val.sum()), der
+
+        return self.fused(W, Y, fn)
+
+    def grams(self, W, Y, fn):
+        """``[U^T diag(c_k) U for k]`` with ``c = fn(Z, Yc, i, j)`` of the margins of each chunk.
+
+        Dense X: one pass over row chunks; the margins, the curvatures and the
+        scaled chunk exist only chunk by chunk. Sparse X: all rows at once.
+        """
+        W = np.asarray(W, dtype=np.float64)
+        K = W.shape[0]
+        if self.sparse:
+            Z = self.dot(W)
+            Z *= Y
+            C = fn(Z, Y, 0, self.n)
+            return [self.gram(C[:, k]) for k in range(K)]
+        d, s, a = self.d, self.s, self.a
+        Wd = np.ascontiguousarray(W[:, :d].T)
+        Hd = [np.zeros((d, d), order="F") for _ in range(K)]
+        cross = np.zeros((K, d))
+        csum = np.zeros(K)
+        buf = None
+        for i, j in _chunks(self.n, d):
+            if buf is None:
+                buf = np.empty((j - i, d))
+            Xc = np.asarray(self.X[i:j])
+            Z = Xc @ Wd if Xc.dtype == np.float64 else np.asarray(Xc, np.float64) @ Wd
+            if a is not None:
+                Z *= a[i:j, None]
+            if s is not None:
+                Z += s * W[:, d]
+            Z *= Y[i:j]
+            C = fn(Z, Y[i:j], i, j)
+            if s is not None:
+                csum += C.sum(axis=0)
+                Ca = C * a[i:j, None] if a is not None else C
+                cross += Ca.T @ Xc
+            if a is not None:
+                C = C * (a[i:j, None] * a[i:j, None])
+            root = np.sqrt(C)
+            for k in range(K):
+                live = np.flatnonzero(root[:, k])  # rows of zero curvature add nothing
+                if live.size == 0:
+                    continue
+                if 2 * live.size < j - i:  # e.g. the Huber hinge outside its band
+                    Xs = np.multiply(Xc[live], root[live, k:k + 1], out=buf[:live.size])
+                else:
+                    Xs = np.multiply(Xc, root[:, k:k + 1], out=buf[:j - i])
+                Hd[k] = blas.dsyrk(1.0, Xs.T, beta=1.0, c=Hd[k], trans=0, lower=0,
+                                   overwrite_c=1)
+        out = []
+        for k in range(K):
+            H = np.zeros((self.p, self.p), order="F")
+            H[:d, :d] = Hd[k]
+            if s is not None:
+                H[:d, d] = s * cross[k]
+                H[d, d] = s * s * csum[k]
+            out.append(H)
+        return out
+
+    def gram(self, c):
+        """``U^T diag(c) U`` (upper triangle filled; shape (p, p)) for ``c >= 0`` of shape (n,).
+
+        Dense X: accumulated with BLAS ``syrk`` over row chunks (one chunk-sized
+        buffer, never a copy of X). Sparse X: ``X^T diag(c a^2) X`` as a sparse
+        product, then dense ``p x p``.
+        """
+        c = np.asarray(c, dtype=np.float64)
+        ca = c if self.a is None else c * self.a * self.a
+        d, p = self.d, self.p
+        H = np.zeros((p, p), order="F")
+        if self.sparse:
+            H[:d, :d] = (self.X.T @ sp.diags(ca) @ self.X).toarray()
+        else:
+            Hd = np.zeros((d, d), order="F")
+            root = np.sqrt(ca)
+            buf = None
+            for i, j in _chunks(self.n, d):
+                if buf is None:
+                    buf = np.empty((j - i, d))
+                Xc = np.multiply(self.X[i:j], root[i:j, None], out=buf[:j - i])  # one buffer
+                Hd = blas.dsyrk(1.0, Xc.T, beta=1.0, c=Hd, trans=0, lower=0, overwrite_c=1)
+            H[:d, :d] = Hd
+        if self.s is not None:
+            cs = c if self.a is None else c * self.a
+            H[:d, d] = self.s * self._xtdot(cs[:, None])[0]
+            H[d, d] = self.s * self.s * c.sum()
+        return H
+
+
+def as_operator(U):
+    """``U`` itself if it is a :class:`RowOperator`, else the operator of the plain rows."""
+    return U if isinstance(U, RowOperator) else RowOperator(np.asarray(U, dtype=np.float64)
+                                                            if not sp.issparse(U) else U)
