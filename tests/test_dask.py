@@ -139,3 +139,15 @@ def test_inferred_data_norm_warns(client):
         est = PrivatePCA(n_components=2, random_state=0).fit(da.from_array(X, chunks=(300, 4)))
     assert any(issubclass(r.category, PrivacyLeakWarning) for r in rec)
     assert est.data_norm is None and est.data_norm_ > 0
+
+
+def test_classifiers_refuse_dask_before_the_charge():
+    from skdp import BudgetLedger
+    from skdp.linear_model import PrivateLogisticRegression
+
+    X, y = _data(500, 4)
+    led = BudgetLedger(epsilon=5.0, delta=1e-4)
+    clf = PrivateLogisticRegression(data_norm=1.0, classes=[0, 1], accountant=led)
+    with pytest.raises(TypeError, match="in memory"):
+        clf.fit(da.from_array(X, chunks=(100, 4)), (y > 0).astype(int))
+    assert led.spent.epsilon == 0.0 and not hasattr(clf, "coef_")

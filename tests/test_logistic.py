@@ -5,29 +5,13 @@ import pytest
 from sklearn.datasets import make_classification
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from _sklearn_expected import classifier_failures
+
 from skdp.linear_model import PrivateLogisticRegression
-
-_W_REASON = ("uses weights above 1 ({}); the sensitivity is derived for weights in the "
-             "public range [0, 1], so larger weights raise ValueError")
-EXPECTED_FAILED = {
-    "check_sample_weights_list": _W_REASON.format("sample_weight = 3"),
-    "check_sample_weights_not_overwritten": _W_REASON.format("one weight of 10"),
-    "check_sample_weight_equivalence_on_dense_data": _W_REASON.format(
-        "integer weights as repetitions"),
-    "check_sample_weight_equivalence_on_sparse_data": _W_REASON.format(
-        "integer weights as repetitions"),
-    "check_class_weight_classifiers": _W_REASON.format("class_weight 1000"),
-    "check_non_transformer_estimators_n_iter": (
-        "the solver's iteration count depends on the private data and is not released"),
-}
-
-
-def expected_failed_checks(estimator):
-    return EXPECTED_FAILED
 
 
 @parametrize_with_checks([PrivateLogisticRegression(random_state=0)],
-                         expected_failed_checks=expected_failed_checks)
+                         expected_failed_checks=classifier_failures)
 @pytest.mark.filterwarnings("ignore::skdp.PrivacyLeakWarning")
 def test_sklearn_compatible(estimator, check):
     check(estimator)

@@ -6,33 +6,18 @@ import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from _sklearn_expected import sample_weight_failures
+
 from skdp import PrivacyGuaranteeWarning, PrivacyLeakWarning
 from skdp.linear_model._ols import PrivateOLS
 from skdp.mechanisms.gaussian import analytic_gaussian_sigma
 from skdp.mechanisms.ndis import rp_replace_delta
 
 
-_SW_ABOVE_ONE = ("weights above 1 are refused: the sensitivity holds for weights in the public "
-                 "range [0, 1] only (a weight of 3 would move the statistic three times as far)")
-_SW_ZERO = ("an all-zero weight vector is accepted on purpose: refusing it would be an error "
-            "decided by the private weights")
-EXPECTED_FAILED = {
-    "check_sample_weights_list": _SW_ABOVE_ONE,
-    "check_sample_weights_not_overwritten": _SW_ABOVE_ONE,
-    "check_sample_weight_equivalence_on_dense_data": _SW_ABOVE_ONE,
-    "check_sample_weight_equivalence_on_sparse_data": _SW_ABOVE_ONE,
-    "check_all_zero_sample_weights_error": _SW_ZERO,
-}
-
-
-def expected_failed_checks(estimator):
-    return EXPECTED_FAILED
-
-
 @parametrize_with_checks(
     [PrivateOLS(method="adassp"), PrivateOLS(method="ssp"), PrivateOLS(method="sketch", sketch_size=30),
      PrivateOLS(delta=0.0)],
-    expected_failed_checks=expected_failed_checks,
+    expected_failed_checks=sample_weight_failures,
 )
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():

@@ -14,6 +14,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from _sklearn_expected import sample_weight_failures
+
 from skdp import BudgetExceededError, PrivacyGuaranteeWarning, PrivacyLeakWarning
 from skdp.decomposition import PrivatePCA
 from skdp.decomposition._pca import _clipped_gram, _gram_query
@@ -59,24 +61,10 @@ def _data(n=2000, d=4, seed=0, R=1.0, shift=0.0):
 # ---------------------------------------------------------------------------
 # scikit-learn API
 # ---------------------------------------------------------------------------
-_SW_ABOVE_ONE = ("weights above 1 are refused: the sensitivity holds for weights in the public "
-                 "range [0, 1] only (a weight of 3 would move the statistic three times as far)")
-_SW_ZERO = ("an all-zero weight vector is accepted on purpose: refusing it would be an error "
-            "decided by the private weights")
-EXPECTED_FAILED = {
-    "check_sample_weights_list": _SW_ABOVE_ONE,
-    "check_sample_weights_not_overwritten": _SW_ABOVE_ONE,
-    "check_sample_weight_equivalence_on_dense_data": _SW_ABOVE_ONE,
-    "check_sample_weight_equivalence_on_sparse_data": _SW_ABOVE_ONE,
-    "check_all_zero_sample_weights_error": _SW_ZERO,
-}
 
 
-def expected_failed_checks(estimator):
-    return EXPECTED_FAILED
-
-
-@parametrize_with_checks([PrivatePCA(), PrivatePCA(n_components=1, centered=True, whiten=True)], expected_failed_checks=expected_failed_checks)
+@parametrize_with_checks([PrivatePCA(), PrivatePCA(n_components=1, centered=True, whiten=True)],
+                         expected_failed_checks=sample_weight_failures)
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)

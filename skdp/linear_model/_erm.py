@@ -42,7 +42,7 @@ Multiplying by ``n C`` gives scikit-learn's ``C sum loss + 1/2 ||W||^2``, so
 ``C`` means what it means in :class:`sklearn.linear_model.LogisticRegression`
 (except that the intercept is penalised too). Losses of ``z = y <w, u>``:
 ``log(1 + e^-z)`` (logistic) and the Huber hinge (Chaudhuri et al. 2011 [1]_,
-eq. 7; seed 004 section 3.1 with the ``/h`` the paper's print drops). Both have
+eq. 7; Liu et al. 2026, section 3.1, with the ``/h`` the paper's print drops). Both have
 ``|loss'| <= 1`` (so ``loss(y <w, u>)`` is ``R``-Lipschitz in ``w``) and
 ``0 <= loss'' <= c`` with ``c = 1/4`` (logistic) and ``c = 1/(2h)`` (Huber);
 the smoothness of one term in ``w`` is ``beta = c R^2``.
@@ -339,6 +339,8 @@ from .._validation import (
     encode_labels,
     public_shape,
 )
+from .._dask import is_dask_collection
+from .._stats import check_unit_sample_weight
 from ..base import PrivateEstimatorMixin, private_fit
 from ..mechanisms import Query, calibrate, get_mechanism
 from ..mechanisms._grid import discrete_gaussian_tv_reserve, grid_step
@@ -869,25 +871,14 @@ def _gradient_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, rng, *,
 def _check_unit_weights(sample_weight, X, estimator):
     """Validated ``sample_weight`` (float64, shape (n,)) or ``None``; before the charge.
 
-    Raises ``ValueError`` for a wrong shape, non-finite values, values outside the
-    public range [0, 1] or all-zero weights. No message carries a weight value.
+    :func:`skdp._stats.check_unit_sample_weight`, shared by every estimator:
+    a wrong shape, non-finite values or values outside the public range
+    [0, 1] raise ``ValueError`` without any weight value in the message.
+    All-zero weights are accepted (refusing them would be an error decided by
+    the private weights); the fit is then the regulariser's minimiser plus
+    the calibrated noise.
     """
-    if sample_weight is None:
-        return None
-    from sklearn.utils.validation import _check_sample_weight
-
-    who = type(estimator).__name__
-    sw = _check_sample_weight(sample_weight, X, dtype=np.float64, allow_all_zero_weights=True,
-                              copy=True)
-    if not np.all((sw >= 0.0) & (sw <= 1.0)):  # NaN fails this too
-        raise ValueError(
-            f"{who}: sample_weight must lie in the public range [0, 1]: the sensitivity of "
-            "the fit is derived for weights at most 1 (rescale the weights by a public "
-            "constant so that the largest is at most 1)."
-        )
-    if not np.any(sw > 0.0):
-        raise ValueError(f"{who}: sample_weight must contain at least one non-zero weight.")
-    return sw
+    return check_unit_sample_weight(sample_weight, X, estimator)
 
 
 def _check_class_weight(class_weight, classes, estimator):
@@ -1019,14 +1010,19 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
             The loss of record ``i`` is multiplied by ``class_weight[y_i] *
             sample_weight[i]``; weights at most 1 leave every sensitivity
             unchanged (derivation in :mod:`skdp.linear_model._erm`). Weights
-            outside [0, 1], non-finite or all zero raise ``ValueError`` before
-            the budget is charged.
+            outside [0, 1] or non-finite raise ``ValueError`` before the
+            budget is charged.
 
         Returns
         -------
         self : object
             Fitted estimator.
         """
+        if is_dask_collection(X):  # the solvers make many passes: refused before the charge
+            raise TypeError(
+                f"{type(self).__name__} needs X in memory (or memmapped): its solvers make many "
+                "passes over the rows. Fit a dask array with PrivatePCA, PrivateOLS or "
+                "PrivateRandomProjection, or call X.compute() / np.asarray on a sample you may hold.")
         sample_weight = _check_unit_weights(sample_weight, X, self)
         loss = self._loss()
         classes = check_classes(self.classes, self)
