@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from _numeric import numeric_max
 from _sklearn_expected import sample_weight_failures
 
 from skdp import PrivacyGuaranteeWarning, PrivacyLeakWarning
@@ -404,16 +405,8 @@ def _rows(p, c):
 
 
 def _maximise(f, n_starts=300, seed=0):
-    from scipy.optimize import minimize
-
-    rng = np.random.default_rng(seed)
     bounds = [(-np.pi, np.pi), (0, 1), (-np.pi, np.pi), (0, 1), (-1, 1), (-1, 1), (0, 1), (0, 1)]
-    best = 0.0
-    for _ in range(n_starts):
-        x0 = [rng.uniform(lo, hi) for lo, hi in bounds]
-        res = minimize(lambda q: -f(q), x0, method="L-BFGS-B", bounds=bounds)
-        best = max(best, -res.fun)
-    return best
+    return numeric_max(f, bounds, n_starts, seed)
 
 
 @pytest.mark.parametrize("c", [0.0, 1.0])

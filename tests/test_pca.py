@@ -14,6 +14,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from _numeric import numeric_max
 from _sklearn_expected import sample_weight_failures
 
 from skdp import BudgetExceededError, PrivacyGuaranteeWarning, PrivacyLeakWarning
@@ -431,16 +432,8 @@ def _weighted_change(params, c):
 
 def _numeric_max(f, n_starts=300, seed=0):
     """Maximise f over angles, radii in [0, 1] and weights in [0, 1] (L-BFGS-B, random starts)."""
-    from scipy.optimize import minimize
-
-    rng = np.random.default_rng(seed)
     bounds = [(-np.pi, np.pi), (0, 1), (-np.pi, np.pi), (0, 1), (0, 1), (0, 1)]
-    best = 0.0
-    for _ in range(n_starts):
-        x0 = [rng.uniform(lo, hi) for lo, hi in bounds]
-        res = minimize(lambda p: -f(p), x0, method="L-BFGS-B", bounds=bounds)
-        best = max(best, -res.fun)
-    return best
+    return numeric_max(f, bounds, n_starts, seed)
 
 
 @pytest.mark.parametrize("c", [0.0, 1 / np.sqrt(2)])
