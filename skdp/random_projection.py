@@ -68,9 +68,10 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
     (the factorization's error grows with ``n``: roughly ``n > 10^5`` at
     ``d = 100`` and the default ``delta = 1/n^2``), the factor is computed
     with 60 decimal digits and the products in Python integers (reserve
-    about ``1e-30`` at any ``n``). Only when no grid plan exists is the
-    sketch drawn in floating point at ``delta``, with a warning
-    (``float_safe_ = False``).
+    about ``1e-30`` at any ``n``; used up to ``d = 256``, its cost growing
+    like ``d^3``). When no grid plan exists (long double infeasible and
+    ``d > 256``) the sketch is drawn in floating point at ``delta``, with a
+    warning (``float_safe_ = False``).
 
     Input: dense float64/float32 arrays (memmaps included) and
     ``scipy.sparse`` CSR/CSC matrices are read one chunk of rows at a time
