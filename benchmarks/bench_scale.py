@@ -103,7 +103,7 @@ def _dense(n, d, dtype, rng, out=None):
     return X
 
 
-def _build(kind, n, d, extra, tmpdir):
+def _build(kind, n, d, extra):
     import numpy as np
     import scipy.sparse as sp
 
@@ -199,10 +199,10 @@ def child(spec):
     kind, n, d, extra, name = spec["kind"], spec["n"], spec["d"], spec["extra"], spec["estimator"]
     warnings.simplefilter("ignore")
     out = dict(fit_s=None, floor_s=None, floor="", xtx32_s=None, mem_x_input=None, status="ok")
-    with threadpool_limits(1), tempfile.TemporaryDirectory() as tmpdir:
+    with threadpool_limits(1):
         if kind == "dask":
             return _child_dask(spec, out)
-        X, nbytes = _build(kind, n, d, extra, tmpdir)
+        X, nbytes = _build(kind, n, d, extra)
         y_cls, y_reg = _labels(X, np.random.default_rng(1))
         est, target = _estimator(name)
         y = {"reg": y_reg, "cls": y_cls}.get(target)

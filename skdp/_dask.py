@@ -49,8 +49,6 @@ def check_dask_input(estimator, X, y=None, *, reset=True):
     array, or None) chunked like ``X``'s rows. Value checks (finiteness)
     happen inside the block reduction.
     """
-    import dask.array as da
-
     columns = getattr(X, "columns", None)
     X = _as_array(X, "X")
     if X.ndim != 2:
@@ -73,14 +71,7 @@ def check_dask_input(estimator, X, y=None, *, reset=True):
     elif getattr(estimator, "n_features_in_", d) != d:
         raise ValueError(f"X has {d} features, but {type(estimator).__name__} is expecting "
                          f"{estimator.n_features_in_} features as input.")
-    X = X.rechunk({1: -1})
-    if y is not None:
-        y = _as_array(y, "y") if is_dask_collection(y) else da.from_array(np.asarray(y))
-        if y.ndim == 2 and y.shape[1] == 1:
-            y = y[:, 0]
-        if y.ndim != 1 or y.shape[0] != n:
-            raise ValueError(f"y must be 1-D with {n} entries like the rows of X, got shape {y.shape}.")
-        y = y.rechunk((X.chunks[0],))
+    X, y, _ = as_dask_rows(X, y)
     return X, y, n, d
 
 
@@ -180,12 +171,10 @@ def dask_clipped_gram(X, data_norm, *, y=None, label_bound=None, intercept=None,
 
 
 def _block_max_norm(xb):
-    from ._validation import row_norms
+    from ._stats import max_row_norm
 
     xb = np.asarray(xb)
-    if not np.all(np.isfinite(xb)):
-        return np.inf
-    return float(row_norms(xb).max()) if xb.shape[0] else 0.0
+    return max_row_norm(xb) if np.all(np.isfinite(xb)) else np.inf
 
 
 def dask_max_row_norm(X):

@@ -868,19 +868,6 @@ def _gradient_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, rng, *,
 # ----------------------------------------------------------------------
 # weights (public range [0, 1]; derivation in the module docstring)
 # ----------------------------------------------------------------------
-def _check_unit_weights(sample_weight, X, estimator):
-    """Validated ``sample_weight`` (float64, shape (n,)) or ``None``; before the charge.
-
-    :func:`skdp._stats.check_unit_sample_weight`, shared by every estimator:
-    a wrong shape, non-finite values or values outside the public range
-    [0, 1] raise ``ValueError`` without any weight value in the message.
-    All-zero weights are accepted (refusing them would be an error decided by
-    the private weights); the fit is then the regulariser's minimiser plus
-    the calibrated noise.
-    """
-    return check_unit_sample_weight(sample_weight, X, estimator)
-
-
 def _check_class_weight(class_weight, classes, estimator):
     """Public checks of ``class_weight`` (a dict {class: weight in [0, 1]}), before the charge."""
     who = type(estimator).__name__
@@ -1023,7 +1010,7 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
                 f"{type(self).__name__} needs X in memory (or memmapped): its solvers make many "
                 "passes over the rows. Fit a dask array with PrivatePCA, PrivateOLS or "
                 "PrivateRandomProjection, or call X.compute() / np.asarray on a sample you may hold.")
-        sample_weight = _check_unit_weights(sample_weight, X, self)
+        sample_weight = check_unit_sample_weight(sample_weight, X, self)  # shared, before the charge
         loss = self._loss()
         classes = check_classes(self.classes, self)
         budget, rng = self._start_fit(*public_shape(X))

@@ -74,6 +74,7 @@ from sklearn.utils.validation import FLOAT_DTYPES, check_is_fitted, validate_dat
 from .._budget import PrivacyBudget
 from .._validation import _leak_warning, check_epsilon_delta, public_shape
 from ..base import PrivateEstimatorMixin, private_fit
+from ..linear_model._rows import row_norms_any
 from ..mechanisms._discrete import bernoulli_exp_neg_fraction
 
 __all__ = ["PrivateRowNormScaler", "permute_and_flip", "norm_candidates"]
@@ -245,7 +246,7 @@ class PrivateRowNormScaler(OneToOneFeatureMixin, TransformerMixin, PrivateEstima
         budget, rng = self._start_fit(*public_shape(X))
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES)
         n = X.shape[0]
-        norms = _row_norms(X)
+        norms = row_norms_any(X)
         if self.norm_range is None:
             pos = norms[norms > 0]
             lower = float(pos.min()) if pos.size else 1.0
@@ -276,7 +277,7 @@ class PrivateRowNormScaler(OneToOneFeatureMixin, TransformerMixin, PrivateEstima
         """
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES, reset=False)
-        norms = _row_norms(X) / self.norm_
+        norms = row_norms_any(X) / self.norm_
         factor = (1.0 / self.norm_) * np.minimum(1.0, 1.0 / np.maximum(norms, np.finfo(float).tiny))
         factor = factor.astype(X.dtype, copy=False)
         if sparse.issparse(X):
@@ -298,11 +299,3 @@ def _check_range(norm_range):
     if not (0 < lower < upper < np.inf):
         raise ValueError("norm_range must satisfy 0 < lower < upper < inf.")
     return lower, upper
-
-
-def _row_norms(X):
-    if sparse.issparse(X):
-        return np.sqrt(np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel())
-    from .._validation import row_norms
-
-    return np.asarray(row_norms(X), dtype=np.float64)
