@@ -339,9 +339,9 @@ def test_grid_sketch_product_is_exact_and_on_the_grid():
     Fint = np.rint(F / np.longdouble(plan["p_F"])).astype(np.int64).astype(object)
     rng = np.random.default_rng(7)  # replay the draws
     YZ = sample_discrete_gaussian(2.0 ** plan["k"], (20, 5), rng).astype(object)
-    assert plan["j"] > 0
-    Y = (sample_discrete_gaussian(plan["s1"], (20, 5), rng).astype(object) * 2 ** plan["j"]
-         + sample_discrete_gaussian(plan["sy2"], (20, 5), rng).astype(object))
+    assert len(plan["levels"]) == 2  # the noise is 2^j Y1 + Y2
+    Y = sum(sample_discrete_gaussian(s, (20, 5), rng).astype(object) * 2**j
+            for j, s in plan["levels"])
     V = YZ.dot(Fint) + Y
     unit = np.ldexp(plan["p_F"], -(plan["k"] + plan["m"]))
     expected = np.array([[float(v) for v in row] for row in V]) * unit

@@ -869,7 +869,7 @@ def _theta_bound(x):
 
 
 def _wide_gaussian_params(s):
-    """``(s1, j, s2)`` with ``2^j s1 ... `` for :func:`_sample_wide_gaussian` (``j = 0``: one draw)."""
+    """One step of :func:`_gaussian_levels`: ``(s1, j, s2)``, ``2^j N_Z(0, s1^2) + N_Z(0, s2^2)`` (``j = 0``: one draw)."""
     if s <= 2.0**40:
         return s, 0, 0.0
     j = math.ceil(math.log2(s)) - 38
@@ -961,7 +961,6 @@ def grid_sketch_plan(n, d, r, data_norm, sigma, epsilon, *, cholesky="longdouble
     s_Y = math.sqrt(c_target) / g_fine
     if not (1.0 <= s_Y <= 2.0**200):
         return None
-    s1, j, sy2 = _wide_gaussian_params(s_Y)
     levels, eps_levels = _gaussian_levels(s_Y)
     S_Y2 = math.fsum(math.ldexp(si, ji) ** 2 for ji, si in levels)
     draws = len(levels)
@@ -990,7 +989,7 @@ def grid_sketch_plan(n, d, r, data_norm, sigma, epsilon, *, cholesky="longdouble
     return dict(n=n, d=d, r=r, data_norm=float(data_norm), sigma=float(sigma), m=m, s2=s2,
                 cholesky=cholesky,
                 sigma_eff=math.sqrt(s2) * float(data_norm) * 2.0**-m, p_F=p_F, k=k,
-                s_Y=s_Y, s1=s1, j=j, sy2=sy2, levels=levels, b=b, n_digits=n_digits, a=a,
+                s_Y=s_Y, levels=levels, b=b, n_digits=n_digits, a=a,
                 smoothing_variance=c_eff * float(data_norm) ** 2 * 4.0**-m,
                 tv_factor=tv_factor, tv_normals=tv_normals, tv_noise=tv_noise,
                 reserve=(1.0 + math.exp(epsilon)) * tv)
