@@ -869,7 +869,10 @@ def _theta_bound(x):
 
 
 def _wide_gaussian_params(s):
-    """One step of :func:`_gaussian_levels`: ``(s1, j, s2)``, ``2^j N_Z(0, s1^2) + N_Z(0, s2^2)`` (``j = 0``: one draw)."""
+    """One step of :func:`_gaussian_levels`: ``(s1, j, s2)`` for ``2^j N_Z(0, s1^2) + N_Z(0, s2^2)``.
+
+    ``j = 0``: one draw at scale ``s``.
+    """
     if s <= 2.0**40:
         return s, 0, 0.0
     j = math.ceil(math.log2(s)) - 38
