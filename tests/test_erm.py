@@ -15,6 +15,7 @@ from skdp.mechanisms._grid import GRID_UTILITY_LOSS
 
 #: calibrations on the grid move by at most the documented loss (skdp.mechanisms._grid)
 GRID_RTOL = 2 * GRID_UTILITY_LOSS
+S_DEFAULT = 0.5  # the documented default intercept_scaling (module docstring of _erm)
 
 needs_gamma_norm = pytest.mark.skipif(
     "gamma_norm" not in available_mechanisms(), reason="gamma_norm mechanism not registered"
@@ -81,7 +82,7 @@ def test_output_perturbation_sigma_closed_form(k):
                                     mechanism="analytic_gaussian", data_norm=B, C=C, tol=tol,
                                     random_state=0).fit(X, y)
     K = 1 if k == 2 else k
-    R = np.sqrt(2) * B  # intercept column = data_norm
+    R = np.hypot(B, S_DEFAULT * B)  # intercept column = intercept_scaling * data_norm
     lam = 1 / (n * C)
     gamma = tol * R / n
     sens = 2 * np.sqrt(K) * R * C + 2 * gamma / lam
@@ -193,7 +194,7 @@ def test_amp_constants(est):
     clf = Cls(epsilon=eps, delta=delta, perturbation="objective", data_norm=B, C=C,
               random_state=0).fit(X, y)
     info = clf.privacy_info_
-    R = np.sqrt(2) * B
+    R = np.hypot(B, S_DEFAULT * B)
     c = 0.25 if est == "logistic" else 1 / (2 * 0.1)
     beta = c * R**2
     eps1, eps2 = 0.99 * eps, 0.01 * eps
@@ -264,7 +265,7 @@ def test_dp_gd_full_batch_sigma():
     T, eps, delta, B = 50, 1.0, 1e-5, 1.0
     clf = PrivateLogisticRegression(epsilon=eps, delta=delta, perturbation="gradient",
                                     max_iter=T, data_norm=B, C=0.5, random_state=0).fit(X, y)
-    clip = np.sqrt(2) * B
+    clip = np.hypot(B, S_DEFAULT * B)
     # T Gaussian steps with sensitivity 2 clip: mu = sqrt(T) 2 clip / sigma must equal mu0(eps, delta)
     np.testing.assert_allclose(clf.noise_spec_.params["sigma"],
                                np.sqrt(T) * 2 * clip / _mu0(eps, delta), rtol=GRID_RTOL)
@@ -285,7 +286,7 @@ def test_dp_sgd_noise_multiplier_against_accountant():
                                     batch_size=bs, data_norm=1.0, C=0.5, random_state=0).fit(X, y)
     assert clf.privacy_info_["accounting"] == "pld_poisson_replace_one"
     z = clf.privacy_info_["noise_multiplier"]
-    clip = np.sqrt(2.0)
+    clip = np.hypot(1.0, S_DEFAULT)
     # per-step rounded per-record radius clip + g sqrt(k) (skdp.mechanisms._grid)
     np.testing.assert_allclose(clf.noise_spec_.params["sigma"], z * clip, rtol=GRID_RTOL)
     assert clf.noise_spec_.params["sigma"] >= z * clip
@@ -447,7 +448,7 @@ def test_auto_C_output_minimises_its_excess_risk_bound():
     for cls, c in ((PrivateLogisticRegression, 0.25), (PrivateHuberSVM, 1 / (2 * 0.1))):
         clf = cls(perturbation="output", epsilon=eps, delta=delta, data_norm=B,
                   classes=[0, 1, 2], random_state=0).fit(X, y)
-        K, p, R, tol = 3, d + 1, np.sqrt(2) * B, 1e-6
+        K, p, R, tol = 3, d + 1, np.hypot(B, S_DEFAULT * B), 1e-6
         r = 5.0 / R
 
         def bound(log_lam):
@@ -469,7 +470,7 @@ def test_auto_C_objective_keeps_budget_consistent():
             clf = cls(epsilon=eps, delta=delta, data_norm=1.0, classes=[0, 1], random_state=0).fit(X, y)
             info = clf.privacy_info_
             eps1 = 0.99 * eps
-            beta = clf._loss().curvature * 2.0  # c R^2 with R^2 = 2 (intercept)
+            beta = clf._loss().curvature * (1.0 + S_DEFAULT**2)  # c R^2, R^2 = 1 + s^2 (intercept)
             assert info["extra_regularization"] == 0.0  # the rule's lambda is used as is
             np.testing.assert_allclose(info["eps_jacobian"], np.log1p(beta / (2000 * info["regularization"])),
                                        rtol=1e-12)
@@ -488,7 +489,8 @@ def test_auto_C_huber_small_epsilon_beats_the_majority_class():
     majority = max(yte.mean(), 1 - yte.mean())
     auto = [PrivateHuberSVM(epsilon=0.1, data_norm=1.0, classes=[0, 1], random_state=s)
             .fit(Xtr, ytr).score(Xte, yte) for s in range(3)]
-    fixed = [PrivateHuberSVM(epsilon=0.1, data_norm=1.0, classes=[0, 1], C=1.0, random_state=s)
+    fixed = [PrivateHuberSVM(epsilon=0.1, data_norm=1.0, classes=[0, 1], C=1.0, intercept_scaling=1.0,
+                             random_state=s)
              .fit(Xtr, ytr).score(Xte, yte) for s in range(3)]
     assert np.mean(fixed) <= majority + 0.01  # the former default: (almost) one class
     assert np.mean(auto) >= majority + 0.05
@@ -724,3 +726,28 @@ def test_all_zero_weights_are_accepted_and_charged():
     clf = PrivateLogisticRegression(data_norm=1.0, classes=[0, 1], accountant=led, random_state=0)
     clf.fit(X, y, sample_weight=np.zeros(50))
     assert led.spent.epsilon == pytest.approx(clf.epsilon) and clf.coef_.shape == (1, X.shape[1])
+
+
+# ----------------------------------------------------------------------
+# the default intercept_scaling (module docstring of _erm, "Choosing intercept_scaling")
+# ----------------------------------------------------------------------
+def test_default_intercept_scaling_is_the_minimax_of_the_bound():
+    """sigma = 1/2 minimises the worst ratio of the bound's factor ``r R`` to its best value
+    over intercepts rho in [0, 2/3] of the features' margin; numeric grid search, not the
+    closed form sigma^2 = rho_max / (2 + rho_max) of the docstring."""
+    sig = np.linspace(0.05, 2.0, 3901)[:, None]
+    rho = np.linspace(0.0, 2.0 / 3.0, 2001)[None, :]
+    rR = np.sqrt((1 + sig**2) * (1 + rho**2 / sig**2))  # / (||w_x|| B)
+    best = 1.0 + rho  # min over sigma, at sigma^2 = rho
+    inside = np.sqrt(rho[0]) >= 0.05  # the optimum sigma = sqrt(rho) lies on the grid
+    np.testing.assert_allclose(rR.min(axis=0)[inside], best[0][inside], rtol=1e-6)
+    worst = (rR / best).max(axis=1)
+    assert abs(float(sig[np.argmin(worst), 0]) - S_DEFAULT) < 1e-3
+    np.testing.assert_allclose(worst.min(), np.sqrt(1.25), rtol=1e-6)
+    # the former default (sigma = 1) is sqrt(2) off at rho = 0
+    np.testing.assert_allclose(worst[np.argmin(abs(sig[:, 0] - 1.0))], np.sqrt(2.0), rtol=1e-6)
+    for cls in (PrivateLogisticRegression, PrivateHuberSVM):
+        assert cls().intercept_scaling == S_DEFAULT
+        X, y = _data(n=200)
+        clf = cls(data_norm=1.0, classes=[0, 1], random_state=0).fit(X, y)
+        np.testing.assert_allclose(clf.privacy_info_["lipschitz"], np.hypot(1.0, S_DEFAULT))

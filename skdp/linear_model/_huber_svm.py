@@ -62,7 +62,7 @@ class_weight, random_state, accountant
     }
 
     def __init__(self, epsilon=1.0, delta=1e-5, perturbation="objective", mechanism="auto",
-                 data_norm=None, classes=None, C="auto", fit_intercept=True, intercept_scaling=1.0,
+                 data_norm=None, classes=None, C="auto", fit_intercept=True, intercept_scaling=0.5,
                  max_iter="auto", tol=1e-6, batch_size=None, clip_norm=None,
                  learning_rate="auto", class_weight=None, h=0.1, random_state=None,
                  accountant=None):

@@ -70,8 +70,14 @@ class PrivateLogisticRegression(_BasePrivateLinearClassifier):
         route uses ``C = 1``. The value used is ``C_``.
     fit_intercept : bool, default=True
         Add a constant feature ``intercept_scaling * data_norm``.
-    intercept_scaling : float, default=1.0
-        Constant feature value relative to ``data_norm`` (public).
+    intercept_scaling : float, default=0.5
+        Constant feature value relative to ``data_norm`` (public). It trades
+        noise (every sensitivity grows with ``R``) against the penalty on the
+        intercept (its coefficient is ``intercept / s``). The default 1/2 is
+        the minimax choice of the excess-risk bound for intercepts up to 2/3
+        of the features' largest margin (:mod:`skdp.linear_model._erm`,
+        "Choosing intercept_scaling"); raise it towards 1 for very imbalanced
+        classes (large intercepts), lower it for balanced ones.
     max_iter : int or "auto", default="auto"
         Solver iterations of the L-BFGS fast path (output/objective; ``"auto"``:
         1000) or noisy gradient steps (gradient; ``"auto"``: a public rule of
@@ -145,7 +151,7 @@ class PrivateLogisticRegression(_BasePrivateLinearClassifier):
     """
 
     def __init__(self, epsilon=1.0, delta=1e-5, perturbation="objective", mechanism="auto",
-                 data_norm=None, classes=None, C="auto", fit_intercept=True, intercept_scaling=1.0,
+                 data_norm=None, classes=None, C="auto", fit_intercept=True, intercept_scaling=0.5,
                  max_iter="auto", tol=1e-6, batch_size=None, clip_norm=None,
                  learning_rate="auto", class_weight=None, random_state=None, accountant=None):
         self.epsilon = epsilon
