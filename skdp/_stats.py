@@ -28,7 +28,8 @@ from scipy.linalg import blas
 
 from ._dask import is_dask_collection
 
-__all__ = ["AugmentedRows", "clipped_gram", "max_row_norm", "default_chunk_rows", "check_unit_sample_weight"]
+__all__ = ["AugmentedRows", "clipped_gram", "max_row_norm", "default_chunk_rows", "check_unit_sample_weight",
+           "computed_row_bound", "gram_rounding_bound"]
 
 #: matrix entries of the float64 chunk buffer held at once (2 MiB: the chunk stays in cache;
 #: measured fastest of 2^17..2^20 for d = 100 with one BLAS thread)
@@ -36,6 +37,86 @@ CHUNK_ELEMENTS = 2**18
 
 #: stored values of a sparse chunk (its scaled copy is proportional to them)
 SPARSE_CHUNK_NNZ = 2**20
+
+#: most rows of a sparse chunk by default (public: the rounding bound depends on it)
+SPARSE_MAX_ROWS = 2**16
+
+#: unit roundoff of float64
+UNIT_ROUNDOFF = 2.0**-53
+
+#: additions after the chunk sums (merging the in-place and copied parts, symmetrising,
+#: the dask tree over blocks: depth log2(blocks) <= 63): an upper bound
+_MERGE_DEPTH = 72
+
+
+def _gamma(j):
+    """``gamma_j = j u / (1 - j u)`` (Higham 2002, Lemma 3.1); ``inf`` when ``j u >= 1/2``."""
+    ju = int(j) * UNIT_ROUNDOFF
+    return float("inf") if ju >= 0.5 else ju / (1.0 - ju)
+
+
+def computed_row_bound(bound, d):
+    """A bound on the norm of a row as the kernel computes it, for the exact bound ``bound``.
+
+    Clipping is computed: the norm ``nu`` (a sum of ``d`` non-negative
+    squares, any order: relative error at most ``gamma_d``, then a square
+    root), the factor ``fl(R / nu)``, one product per entry, and with weights
+    one more product by the computed ``sqrt(w) <= 1 + u``. A clipped row then
+    has norm at most ``R (1 + u)^4 / ((1 - u) sqrt(1 - gamma_d))``, a row left
+    as it is (``nu <= R``) at most ``R / ((1 - u) sqrt(1 - gamma_d))``; the
+    overflow-safe rescaling of a huge row adds three roundings. All of these
+    are below ``R (1 + gamma_{d+10})``, the value returned. The same factor
+    covers the constant and label columns (at most two roundings each).
+    The computed rows depend on their own record only, so the sensitivity
+    analyses hold for them with this bound.
+    """
+    return float(bound) * (1.0 + _gamma(int(d) + 10))
+
+
+def _chunk_row_limits(n, d, k, sparse, chunk_rows):
+    """``(m_max, m_min)``: most and fewest rows of a (non-final) chunk, from public inputs."""
+    n = max(int(n), 1)
+    if sparse:
+        if chunk_rows is not None:
+            m = min(max(1, int(chunk_rows)), n)
+            return m, m
+        lo = max(1, SPARSE_CHUNK_NNZ // max(int(d), 1))  # nnz <= n d
+        return min(max(SPARSE_MAX_ROWS, lo), n), min(lo, n)
+    m = default_chunk_rows(k) if chunk_rows is None else max(1, min(int(chunk_rows),
+                                                                    default_chunk_rows(k)))
+    m = min(m, n)
+    return m, m
+
+
+def gram_rounding_bound(n, d, k, row_bound2, *, sparse=False, chunk_rows=None):
+    """Frobenius bound on ``fl(G) - G`` for the Gram matrix :func:`clipped_gram` computes.
+
+    ``G = sum_i z_i z_i^T`` of the computed rows, ``||z_i||^2 <= row_bound2``
+    (:func:`computed_row_bound`), ``n`` rows, ``d`` features, ``k`` columns.
+    Entry ``(j, l)`` is a sum of ``n`` products evaluated in a tree in which
+    every term meets at most ``h = m + C + _MERGE_DEPTH`` additions (``m``
+    rows per chunk, summed by the BLAS in any order; ``C`` chunk sums added
+    one after the other: :class:`_ChunkSum`, the sparse path, and the dask
+    tree), so ``|fl(G)_jl - G_jl| <= gamma_{h+1} sum_i |z_ij| |z_il|`` (Higham
+    2002, eq. (3.5) and Lemma 3.1: any order, fused multiply-adds included).
+    Summing the squares over the entries, ``||fl(G) - G||_F <= gamma_{h+1}
+    || sum_i |z_i| |z_i|^T ||_F <= gamma_{h+1} sum_i ||z_i||^2 <= gamma_{h+1}
+    n row_bound2``. ``m`` and ``C`` come from the kernel's public chunk rule
+    (:func:`_chunk_row_limits`; a sparse chunk's rows depend on ``nnz``, so the
+    bound takes the most and the fewest rows that rule can give). The
+    returned bound is a function of public inputs only; two neighbouring data
+    sets' computed statistics differ by at most the exact sensitivity (at the
+    computed row bound) plus twice this.
+
+    References
+    ----------
+    N. J. Higham. Accuracy and Stability of Numerical Algorithms, 2nd ed.
+    SIAM, 2002.
+    """
+    n = max(int(n), 1)
+    m_max, m_min = _chunk_row_limits(n, d, k, sparse, chunk_rows)
+    h = m_max + -(-n // m_min) + _MERGE_DEPTH
+    return _gamma(h + 1) * n * float(row_bound2)
 
 
 def default_chunk_rows(k):
@@ -208,8 +289,10 @@ class AugmentedRows:
             rows = max(1, int(chunk_rows))
         elif chunk_rows is not None:  # an upper bound: larger chunks fall out of cache
             rows = max(1, min(int(chunk_rows), default_chunk_rows(self.k)))
-        elif self.sparse:  # about SPARSE_CHUNK_NNZ stored values per chunk
-            rows = max(1, int(SPARSE_CHUNK_NNZ * self.n // max(self.X.nnz, 1)))
+        elif self.sparse:  # about SPARSE_CHUNK_NNZ stored values per chunk, at most SPARSE_MAX_ROWS
+            lo = max(1, SPARSE_CHUNK_NNZ // max(self.d, 1))  # (public: nnz <= n d)
+            rows = min(max(1, int(SPARSE_CHUNK_NNZ * self.n // max(self.X.nnz, 1))),
+                       max(SPARSE_MAX_ROWS, lo))
         else:
             rows = default_chunk_rows(self.k)
         rows = min(rows, max(self.n, 1))
@@ -301,6 +384,30 @@ def _syrk_into(G, B):
     return blas.dsyrk(1.0, B.T, beta=1.0, c=G, trans=0, lower=0, overwrite_c=1)
 
 
+class _ChunkSum:
+    """``triu(G) += triu(B^T B)`` per chunk, with a summation depth known in advance.
+
+    Every chunk's product is formed in a zeroed scratch matrix (``dsyrk`` with
+    ``beta = 0``: a dot product of at most ``m`` terms per entry, whatever the
+    BLAS's order) and then added to the total with one addition. So each term
+    ``z_ij z_ik`` of an entry passes through at most ``m + C`` additions
+    (``m`` rows per chunk, ``C`` chunks), the depth that
+    :func:`gram_rounding_bound` charges; an in-place ``beta = 1`` update would
+    leave the order of the whole sum to the BLAS (depth up to ``n``).
+    """
+
+    def __init__(self, k):
+        self.G = np.zeros((k, k), order="F")
+        self.scratch = np.zeros((k, k), order="F")
+
+    def add(self, B):
+        if B.shape[0]:
+            self.scratch = blas.dsyrk(1.0, B.T, beta=0.0, c=self.scratch, trans=0, lower=0,
+                                      overwrite_c=1)
+            self.G += self.scratch  # the lower triangle of the scratch stays 0
+        return self.G
+
+
 def _symmetrize_upper(G):
     """Copy the upper triangle onto the lower one (exact symmetry)."""
     il = np.tril_indices(G.shape[0], -1)
@@ -361,26 +468,29 @@ def clipped_gram(X, data_norm, *, y=None, label_bound=None, intercept=None, samp
 
         return blockwise_sum(rows, _rows_gram, chunk_rows=chunk_rows)
     k, d = rows.k, rows.d
-    G = np.zeros((k, k), order="F")
-    if rows.sparse:
+    if rows.sparse:  # per chunk: a sparse product over its m rows, then one addition
+        G = np.zeros((k, k), order="F")
         for _, Xpart, E in rows.chunks(chunk_rows):
             _sparse_chunk_gram(G, Xpart, E, d)
         return np.ascontiguousarray((G + G.T) / 2.0)
+    # per chunk: a fresh product (depth <= m), then one addition (depth <= C): see _ChunkSum
+    total = _ChunkSum(k)
     Gx = None  # X^T X of the chunks read in place (no scaling needed), and their extras
     Gxe = np.zeros((d, k - d))
     for start, Xpart, E in rows.chunks(chunk_rows, allow_view=True):
         m = Xpart.shape[0]
         if rows.buffer_used:
-            G = _syrk_into(G, rows.buffer[:m])
+            total.add(rows.buffer[:m])
             continue
         if Gx is None:
-            Gx = np.zeros((d, d), order="F")
-        Gx = _syrk_into(Gx, Xpart)
+            Gx = _ChunkSum(d)
+        Gx.add(Xpart)
         if k > d:
             Gxe += Xpart.T @ E
-            G[d:, d:] += E.T @ E  # (upper triangle used; symmetrised below)
+            total.G[d:, d:] += E.T @ E  # (upper triangle used; symmetrised below)
+    G = total.G
     if Gx is not None:
-        G[:d, :d] += Gx
+        G[:d, :d] += Gx.G
         G[:d, d:] += Gxe
     return np.ascontiguousarray(_symmetrize_upper(G))
 

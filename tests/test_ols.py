@@ -290,10 +290,14 @@ def test_weak_signal_stays_at_the_mean_predictor():
     y = np.clip(0.5 * rng.standard_normal(1400), -1, 1)
     Xtr, Xte, ytr, yte = X[:1000], X[1000:], y[:1000], y[1000:]
     base = np.mean((ytr.mean() - yte) ** 2)
-    for eps in (0.1, 0.3, 1.0):
+    # measured over 200 seeds: 1.067 (+- 0.008), 1.024 and 1.013 times the exact mean's error at
+    # epsilon 0.1, 0.3, 1. At 0.1 the private intercept alone costs about 4% (its noise on
+    # sum(y), ~ sqrt(10) / mu(0.1) ~ 100 over n = 1000 rows, squared against 0.236): no private
+    # fit can match the exact (non-private) training mean there; 20 seeds gave 1.03 by chance.
+    for eps, ratio in ((0.1, 1.10), (0.3, 1.05), (1.0, 1.03)):
         mse = np.mean([np.mean((PrivateOLS(epsilon=eps, data_norm=1.0, label_bound=1.0, random_state=s)
-                                .fit(Xtr, ytr).predict(Xte) - yte) ** 2) for s in range(20)])
-        assert mse <= 1.03 * base, (eps, mse, base)
+                                .fit(Xtr, ytr).predict(Xte) - yte) ** 2) for s in range(60)])
+        assert mse <= ratio * base, (eps, mse, base)
 
 
 def test_diabetes_default_meets_issue_target():

@@ -187,3 +187,117 @@ def test_chunks_read_in_place_and_copied_mix(R):
     assert not used[0]  # read in place
     if R == 1.0:
         assert used[-1]  # clipped rows: copied and scaled
+
+
+# ----------------------------------------------------------------------
+# floating-point computation of the statistic (skdp._stats.computed_row_bound,
+# gram_rounding_bound): exact rational arithmetic on the computed rows as the oracle
+# ----------------------------------------------------------------------
+def _exact_sq_norm(row):
+    from fractions import Fraction
+
+    return sum(Fraction(float(v)) ** 2 for v in row)
+
+
+@pytest.mark.parametrize("kind", ["dense", "float32", "sparse"])
+def test_computed_rows_stay_within_the_computed_row_bound(kind):
+    from fractions import Fraction
+
+    from skdp._stats import computed_row_bound
+
+    rng = np.random.default_rng(1)
+    n, d, R = 600, 9, 0.3
+    X = rng.normal(size=(n, d))
+    # rows at the bound up to a few ulps either way (the clip decision is made on a computed norm)
+    X[:300] *= R / np.linalg.norm(X[:300], axis=1, keepdims=True)
+    X[:300] *= 1.0 + rng.integers(-8, 9, size=(300, 1)) * 2.0**-52
+    X[300:320] *= 1e200  # the overflow-safe rescaling path
+    if kind == "float32":
+        X = np.clip(X, -1e30, 1e30).astype(np.float32)
+    elif kind == "sparse":
+        X = sp.csr_matrix(X * (rng.uniform(size=X.shape) < 0.6))
+    w = rng.uniform(0, 1, n)
+    w[:150] = 1.0
+    bound2 = Fraction(computed_row_bound(R, d)) ** 2
+    worst = Fraction(0)
+    for sw in (None, w):
+        for _, Xpart, E in AugmentedRows(X, R, sample_weight=sw).chunks():
+            A = Xpart.toarray() if sp.issparse(Xpart) else np.asarray(Xpart)
+            for row in A:
+                worst = max(worst, _exact_sq_norm(row))
+    assert worst <= bound2
+    assert worst > Fraction(R) ** 2 * (1 - Fraction(1, 10**12))  # rows do reach the bound
+
+
+@pytest.mark.parametrize("kind,chunk_rows", [("dense", None), ("dense", 7), ("sparse", None),
+                                             ("sparse", 5)])
+def test_gram_rounding_bound_covers_the_kernel_error(kind, chunk_rows):
+    """``||fl(G) - G||_F`` of the kernel, against the exact Gram of the computed rows."""
+    from fractions import Fraction
+
+    from skdp._stats import computed_row_bound, gram_rounding_bound
+
+    rng = np.random.default_rng(2)
+    n, d, R, B, c = 700, 3, 1.0, 1.0, 0.5
+    X = rng.normal(size=(n, d)) * rng.uniform(0.01, 3, size=(n, 1))
+    y = rng.uniform(-2, 2, size=n)
+    if kind == "sparse":
+        X = sp.csr_matrix(X * (rng.uniform(size=X.shape) < 0.7))
+    rows = AugmentedRows(X, R, y=y, label_bound=B, intercept=c)
+    G = clipped_gram(rows, None, chunk_rows=chunk_rows)
+    exact = [[Fraction(0)] * rows.k for _ in range(rows.k)]
+    for _, Xpart, E in rows.chunks():
+        A = np.hstack([Xpart.toarray() if sp.issparse(Xpart) else np.asarray(Xpart), E])
+        for z in A:
+            fz = [Fraction(float(v)) for v in z]
+            for i in range(rows.k):
+                for j in range(rows.k):
+                    exact[i][j] += fz[i] * fz[j]
+    err2 = sum((Fraction(float(G[i, j])) - exact[i][j]) ** 2
+               for i in range(rows.k) for j in range(rows.k))
+    L = computed_row_bound(np.sqrt(R**2 + c**2 + B**2), d)
+    bound = gram_rounding_bound(n, d, rows.k, L**2, sparse=kind == "sparse", chunk_rows=chunk_rows)
+    assert 0 < float(err2) ** 0.5 <= bound
+    # the bound grows like (m + C) n u: well below the sensitivity at these sizes
+    assert bound < 1e-9
+
+
+def test_kernel_accumulates_each_chunk_once():
+    """The depth the bound charges: a chunk's product is formed fresh and added once.
+
+    With chunks of m rows the total is the sum of the chunk products, each an
+    ordinary dot product of m terms: equal to adding the per-chunk Gram matrices
+    computed separately, in order (bit for bit).
+    """
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(100, 4))
+    G = clipped_gram(X, 2.0, intercept=0.7, chunk_rows=13)
+    rows = AugmentedRows(X, 2.0, intercept=0.7)
+    parts = []
+    for _, Xpart, E in rows.chunks(13):
+        A = np.hstack([Xpart, E])
+        parts.append(clipped_gram(A, None))
+    acc = np.zeros_like(G)
+    for P in parts:
+        acc += np.triu(P)
+    acc = np.triu(acc) + np.triu(acc, 1).T
+    np.testing.assert_array_equal(G, acc)
+
+
+def test_estimators_calibrate_the_computed_statistic():
+    """PCA's and OLS's queries carry the rounding bound: negligible at 10^4 rows, visible at 10^9."""
+    from skdp import PrivateOLS
+    from skdp.decomposition._pca import _gram_query
+    from skdp.linear_model._ols import _ssp_sensitivity
+
+    d, R = 50, 1.0
+    for n, lo, hi in ((10**4, 0.0, 1e-7), (10**9, 1e-3, 0.2)):
+        exact = _gram_query(n, d, R, R / np.sqrt(2)).l2_bound
+        for sparse in (False, True):
+            computed = _gram_query(n, d, R, R / np.sqrt(2), sparse=sparse).l2_bound
+            assert exact * (1 + lo) < computed <= exact * (1 + hi) or (lo == 0 and computed > exact)
+        (spec,) = PrivateOLS(method="ssp")._ssp_specs("ssp", n, d + 1, R, 1.0, 1.0, 1e-5)
+        ex = _ssp_sensitivity(R, 1.0, R)
+        assert ex < spec.query.l2_bound <= ex * (1 + hi)
+        if lo:
+            assert spec.query.l2_bound > ex * (1 + lo)

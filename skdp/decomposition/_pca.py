@@ -76,6 +76,18 @@ floored at 1); with ``centered=True`` no count is released and the second
 moment stays normalised by ``n``. The sensitivities are checked by a
 numeric maximisation over the real domain in ``tests/test_pca.py``.
 
+*Floating-point computation.* The bounds above are for exact arithmetic;
+what is released is ``fl(G) / n`` as the chunked kernel computes it. Its
+computed rows depend on their own record only and have norms at most
+``R (1 + gamma_{d+10})`` (:func:`skdp._stats.computed_row_bound`, the same
+factor on ``c``), and ``||fl(G) - G||_F <= r = gamma_{h+1} n L^2``
+(:func:`skdp._stats.gram_rounding_bound`; ``L^2`` the squared row bound,
+``h`` the public depth of the chunked sum, Higham 2002, eq. (3.5)); the
+division by ``n`` adds ``u L^2``. Every bound of the query (l2, profile,
+Frobenius) is therefore taken at the computed row bound plus twice the
+rounding bound of ``fl(G) / n`` (:func:`_gram_query` with ``sparse`` given):
+about ``1e-7`` of the sensitivity at a million rows, ``3e-4`` at ``10^8``.
+
 *Frobenius bound of the statistic* (for ``"mvg"``, Chanyaswad et al. 2018):
 ``||G||_F <= (1/n) sum_i ||z_i||^2 <= R^2 + c^2``.
 
@@ -117,7 +129,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._filter import release_curve
 from ..base import PrivateEstimatorMixin, private_fit
 from .._dask import validate_fit_data
-from .._stats import check_unit_sample_weight, clipped_gram
+from .._stats import (UNIT_ROUNDOFF, check_unit_sample_weight, clipped_gram, computed_row_bound,
+                      gram_rounding_bound)
 from .._validation import check_data_norm, check_epsilon_delta, public_shape
 from ..mechanisms import Query, calibrate, get_mechanism
 from ..mechanisms.selection import candidates
@@ -137,26 +150,40 @@ _MECHANISMS = {
 _MEAN_WEIGHT = 1.0 / np.sqrt(2.0)
 
 
-def _gram_query(n_samples, n_features, data_norm, mean_weight, weighted=False):
+def _gram_query(n_samples, n_features, data_norm, mean_weight, weighted=False, sparse=None):
     """The symmetric query for ``G = Z^T Z / n`` with ``z = (x, c)``.
 
     ``mean_weight`` is ``c`` (0 means no mean column, ``G = X^T X / n``).
     Sensitivities are derived in the module docstring. ``weighted``: rows
     carry weights in [0, 1], so the corner ``sum_i w_i c^2`` is no longer
     constant and its profile entry is ``c^2 / n`` instead of 0.
+
+    ``sparse`` (bool): the query of the statistic *as computed* by the
+    kernel for a dense (False) or sparse (True) input, in floating point
+    (module docstring, "Floating-point computation"): the bounds at the
+    computed row bound plus twice the rounding bound of ``fl(G / n)``.
+    ``None``: the exact-arithmetic query (for the applicability checks).
     """
     R, c, n, d = float(data_norm), float(mean_weight), n_samples, n_features
     size = d + 1 if c > 0 else d
-    l2 = np.sqrt(2.0) * (R**2 + c**2 / 2.0) / n
-    profile = np.full((size, size), R**2 / n)
+    rounding = 0.0
+    if sparse is not None:
+        R, c = computed_row_bound(R, d), computed_row_bound(c, d)
+        L2 = R**2 + c**2
+        # fl(G) / n, then the division's own rounding (|fl(G)| <= n L2 entrywise in l2)
+        rounding = (gram_rounding_bound(n, d, size, L2, sparse=bool(sparse)) / n
+                    + 1.01 * UNIT_ROUNDOFF * L2)
+    l2 = np.sqrt(2.0) * (R**2 + c**2 / 2.0) / n + 2.0 * rounding
+    profile = np.full((size, size), R**2 / n + 2.0 * rounding)
     if c > 0:
-        profile[:d, d] = profile[d, :d] = 2.0 * c * R / n
-        profile[d, d] = c**2 / n if weighted else 0.0  # constant only without weights
+        profile[:d, d] = profile[d, :d] = 2.0 * c * R / n + 2.0 * rounding
+        # the corner is constant only without weights (and in exact arithmetic)
+        profile[d, d] = (c**2 / n if weighted else 0.0) + 2.0 * rounding
     return Query(
         shape=(size, size),
         l2_sensitivity=l2,
         sensitivity_profile=profile,
-        sup_norm=(R**2 + c**2),
+        sup_norm=(R**2 + c**2) + rounding,
         symmetric=True,
     )
 
@@ -418,21 +445,22 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
                 f"second-moment matrix at epsilon={eps}, delta={delta}: {reason}."
             )
 
-    def _calibrate(self, n, d, R, budget, weighted=False):
+    def _calibrate(self, n, d, R, budget, weighted=False, sparse=False):
         c = 0.0 if self.centered else _MEAN_WEIGHT * R
-        query = _gram_query(n, d, R, c, weighted=weighted)
+        query = _gram_query(n, d, R, c, weighted=weighted, sparse=sparse)
         return calibrate(query, budget.epsilon, budget.delta, mechanism=_MECHANISMS[self.mechanism])
 
     def _fit(self, X, sample_weight=None):
         n_pub, d_pub = public_shape(X)
         weighted = sample_weight is not None  # public: whether weights are passed
+        sparse = sp.issparse(X)  # public: the input's format (it sets the kernel's chunks)
         pre = {}
 
         def curve():  # the release calibrated from public inputs, before the charge
             if self.data_norm is None or not n_pub or not d_pub:
                 return None
             pre["spec"] = self._calibrate(n_pub, d_pub, float(self.data_norm),
-                                          self._privacy_budget(), weighted)
+                                          self._privacy_budget(), weighted, sparse)
             return release_curve([pre["spec"]])
 
         if weighted:
@@ -449,7 +477,7 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
 
         spec = pre.get("spec")
         if spec is None or (n, d) != (n_pub, d_pub):
-            spec = self._calibrate(n, d, R, budget, weighted)
+            spec = self._calibrate(n, d, R, budget, weighted, sparse)
         noisy = spec.privatize(_clipped_gram(X, R, c, sample_weight=sample_weight),
                                random_state=rng)
         noisy = (noisy + noisy.T) / 2.0  # post-processing; no-op for symmetric noise

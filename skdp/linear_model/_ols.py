@@ -7,6 +7,7 @@ from types import MappingProxyType
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from scipy import linalg
 from scipy.stats import norm
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
@@ -15,7 +16,8 @@ from sklearn.utils.validation import _num_samples, check_is_fitted, validate_dat
 
 from .._budget import PrivacyBudget
 from .._dask import is_dask_collection, validate_fit_data
-from .._stats import AugmentedRows, check_unit_sample_weight, clipped_gram, materialize
+from .._stats import (UNIT_ROUNDOFF, AugmentedRows, check_unit_sample_weight, clipped_gram,
+                      computed_row_bound, gram_rounding_bound, materialize)
 from .._filter import release_curve
 from .._validation import (
     check_data_norm,
@@ -465,6 +467,25 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     numeric maximisation over the real domain (weights included) in
     ``tests/test_ols.py``.
 
+    Floating-point computation ("ssp", "adassp"). The sensitivities above
+    are for exact arithmetic; the released statistic is the one the chunked
+    kernel computes. Its computed rows depend on their own record only and
+    have norms at most the computed row bound
+    (:func:`skdp._stats.computed_row_bound`: ``R (1 + gamma_{d+10})``, the
+    same factor on ``c`` and ``B``), and its Gram matrix is within
+    ``r = gamma_{h+1} n L^2`` in Frobenius norm of the exact Gram of those
+    rows (:func:`skdp._stats.gram_rounding_bound`; ``h`` the public depth of
+    the chunked sum). So the computed statistics of neighbouring data sets
+    differ by at most the exact sensitivity at the computed bounds plus
+    ``2 r``, which is what is calibrated (``sqrt(K) 2 r`` more in l1 for the
+    pure route, over ``K`` released entries); ``r`` is a function of ``n``,
+    ``d``, the input format and ``chunk_size``, never of the data (relative
+    to the sensitivity about ``1e-7`` at a million rows, ``3e-4`` at ``10^8``).
+    AdaSSP's ``lambda_min`` is computed by LAPACK from the computed matrix:
+    Weyl's inequality moves it by at most ``r``, and the eigensolver's
+    backward error (``O(p) u ||G||_2``, Anderson et al. 1999, section 4.7,
+    a bound without a published constant) is taken as ``p^2 u n Lx^2``.
+
     Parameters
     ----------
     method : {"auto", "sketch", "ssp", "adassp", "ls", "als"}, default="auto"
@@ -624,26 +645,38 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                     f"sketch_size={r} must be >= the number of columns of [X, (1), y] = {p + 1}."
                 )
 
-    def _ssp_specs(self, method, p, data_norm, lb, epsilon, delta):
+    def _ssp_specs(self, method, n, p, data_norm, lb, epsilon, delta, sparse=False):
         """The calibrated Gaussian releases of "ssp" (one) or "adassp" (three).
 
-        Depends on public inputs only (bounds, ``p``, the budget), so it is
-        also called before the charge to give the ledger the fit's curve.
+        Depends on public inputs only (bounds, ``n``, ``p``, the input format,
+        the budget), so it is also called before the charge to give the
+        ledger the fit's curve. The sensitivities are those of the statistic
+        as computed in floating point (class docstring, "Floating-point
+        computation"): the exact ones at the computed row bounds plus twice the
+        rounding bound of the chunked Gram kernel.
         """
-        Lx2 = data_norm**2 * (2.0 if self.fit_intercept else 1.0)
-        c = data_norm if self.fit_intercept else 0.0
+        d = p - int(self.fit_intercept)
+        c0 = data_norm if self.fit_intercept else 0.0
+        R, c, lb = (computed_row_bound(v, d) for v in (data_norm, c0, lb))
+        Lx2 = R**2 + c**2
+        k = p + 1
+        rnd = gram_rounding_bound(n, d, k, Lx2 + lb**2, sparse=sparse, chunk_rows=self.chunk_size)
         if method == "ssp" and delta == 0:  # pure epsilon-DP: Laplace on the grid
-            d = p - int(self.fit_intercept)
-            return [calibrate(Query((p + 1, p + 1), l1_sensitivity=_ssp_l1_sensitivity(data_norm, lb, c, d),
-                                    symmetric=True), epsilon, 0.0, mechanism="laplace")]
+            l1 = _ssp_l1_sensitivity(R, lb, c, d) + 2.0 * np.sqrt(k * (k + 1) / 2.0) * rnd
+            return [calibrate(Query((k, k), l1_sensitivity=l1, symmetric=True),
+                              epsilon, 0.0, mechanism="laplace")]
         if method == "ssp":
-            return [calibrate(Query((p + 1, p + 1), l2_sensitivity=_ssp_sensitivity(data_norm, lb, c),
+            return [calibrate(Query((k, k), l2_sensitivity=_ssp_sensitivity(R, lb, c) + 2.0 * rnd,
                                     symmetric=True), epsilon, delta)]
+        # lambda_min of the computed X^T X: Weyl moves it by at most ||fl(G) - G||_2 <= rnd, and
+        # LAPACK's eigensolver is backward stable, exact for a matrix within O(p) u ||G||_2
+        # (Anderson et al. 1999, section 4.7), taken here with the constant p^2 (||G||_2 <= n Lx2)
+        eig = rnd + p * p * UNIT_ROUNDOFF * n * Lx2
         return _joint_gaussian_specs(
-            [Query((), l2_sensitivity=Lx2),
-             Query((p, p), l2_sensitivity=_gram_sensitivity(data_norm, c), symmetric=True),
-             Query((p,), l2_sensitivity=2.0 * np.sqrt(Lx2) * lb)],
-            _adassp_shares(data_norm, lb, c), epsilon, delta)
+            [Query((), l2_sensitivity=Lx2 + 2.0 * eig),
+             Query((p, p), l2_sensitivity=_gram_sensitivity(R, c) + 2.0 * rnd, symmetric=True),
+             Query((p,), l2_sensitivity=2.0 * np.sqrt(Lx2) * lb + 2.0 * rnd)],
+            _adassp_shares(data_norm, lb, c0), epsilon, delta)
 
     def _sketch_rows(self, p):
         return max(300, 2 * (p + 1)) if self.sketch_size is None else int(self.sketch_size)
@@ -698,14 +731,15 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                 stacklevel=3,
             )
         pre = {}
+        sparse = sp.issparse(X)  # public: the input's format (it sets the kernel's chunks)
 
         def curve():  # SSP-type releases are Gaussian: calibrated from public inputs before the charge
             if (method not in ("ssp", "adassp") or self.data_norm is None or self.label_bound is None
                     or not d_public):
                 return None
-            pre["specs"] = self._ssp_specs(method, d_public + int(self.fit_intercept),
+            pre["specs"] = self._ssp_specs(method, n, d_public + int(self.fit_intercept),
                                            float(self.data_norm), float(self.label_bound),
-                                           epsilon, delta)
+                                           epsilon, delta, sparse)
             return release_curve(pre["specs"])
 
         if sample_weight is not None:
@@ -784,7 +818,7 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         elif method == "ssp":
             A = clipped_gram(Z, None, chunk_rows=self.chunk_size)
             if "specs" not in pre or p != d_public + int(self.fit_intercept):
-                pre["specs"] = self._ssp_specs(method, p, data_norm, lb, epsilon, delta)
+                pre["specs"] = self._ssp_specs(method, n, p, data_norm, lb, epsilon, delta, sparse)
             (spec,) = pre["specs"]
             A = spec.privatize(A, rng)
             # public eigenvalue floor: the bound on the noise's spectral norm that AdaSSP uses,
@@ -799,7 +833,7 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             G, Xty = A[:p, :p], A[:p, p]
             lam_min = float(linalg.eigvalsh(G, subset_by_index=[0, 0])[0]) if p > 0 else 0.0
             if "specs" not in pre or p != d_public + int(self.fit_intercept):
-                pre["specs"] = self._ssp_specs(method, p, data_norm, lb, epsilon, delta)
+                pre["specs"] = self._ssp_specs(method, n, p, data_norm, lb, epsilon, delta, sparse)
             spec_l, spec_g, spec_b = pre["specs"]
             s1 = np.sqrt(spec_l.expected_squared_error)
             s2 = np.sqrt(spec_g.expected_squared_error / (p * p))
