@@ -6,6 +6,7 @@ with scipy.optimize.brentq, and the trade-off function of pure DP.
 """
 
 import math
+import warnings
 import multiprocessing as mp
 import os
 import pickle
@@ -415,3 +416,58 @@ def test_private_standard_scaler_passes_its_curve():
     led2 = BudgetLedger(10.0, 1e-4)
     PrivateStandardScaler(epsilon=0.5, delta=0.0, bounds=(-1.0, 1.0), accountant=led2).fit(X)
     assert led2.spends[0].curve is None  # pure Laplace: basic composition
+
+
+def test_classifier_output_and_full_batch_gradient_fits_record_their_curve():
+    from skdp import PrivateLogisticRegression
+
+    X, y = _unit_rows()
+    yc = (y > 0).astype(int)
+    # output perturbation with the analytic Gaussian: one release calibrated at (eps, delta -
+    # reserve), so its curve's mu is the GDP cap of the fit
+    led = BudgetLedger(10.0, 1e-4)
+    PrivateLogisticRegression(epsilon=0.5, delta=1e-6, data_norm=1.0, classes=[0, 1],
+                              perturbation="output", mechanism="analytic_gaussian",
+                              accountant=led).fit(X, yc)
+    (rec,) = led.spends
+    assert rec.mu == pytest.approx(gdp_mu_cap(0.5, 1e-6), rel=1e-6)
+    assert rec.mu <= gdp_mu_cap(0.5, 1e-6) * (1 + 1e-10)
+    # full-batch DP-GD: T Gaussian steps of separation Delta / sigma compose to sqrt(T) Delta / sigma,
+    # which the calibration puts at the GDP cap of (eps, delta - reserve)
+    led = BudgetLedger(10.0, 1e-4)
+    est = PrivateLogisticRegression(epsilon=0.5, delta=1e-6, data_norm=1.0, classes=[0, 1],
+                                    perturbation="gradient", max_iter=30, accountant=led).fit(X, yc)
+    (rec,) = led.spends
+    p = est.noise_spec_.params
+    assert rec.mu == pytest.approx(math.sqrt(30) * p["l2_sensitivity"] / p["sigma"], rel=1e-12)
+    assert rec.mu == pytest.approx(gdp_mu_cap(0.5, 1e-6), rel=1e-6)
+    assert rec.mu <= gdp_mu_cap(0.5, 1e-6) * (1 + 1e-10)
+    assert 0 < rec.tv < 1e-12
+    # the filter then admits many more such fits than basic composition (10 of 0.1 in 1)
+    led = BudgetLedger(1.0, 1e-5)
+    fits = 0
+    for s in range(40):
+        try:
+            PrivateLogisticRegression(epsilon=0.1, delta=1e-7, data_norm=1.0, classes=[0, 1],
+                                      perturbation="gradient", max_iter=20, accountant=led,
+                                      random_state=s).fit(X, yc)
+            fits += 1
+        except Exception:
+            break
+    assert fits > 20
+
+
+def test_classifier_routes_without_a_gaussian_curve_compose_by_basic_composition():
+    from skdp import PrivacyLeakWarning, PrivateLogisticRegression
+
+    X, y = _unit_rows()
+    yc = (y > 0).astype(int)
+    cases = [dict(perturbation="objective", data_norm=1.0, classes=[0, 1]),  # AMP: no curve
+             dict(perturbation="output", data_norm=1.0),  # inferred classes
+             dict(perturbation="output", classes=[0, 1])]  # inferred data_norm
+    for kw in cases:
+        led = BudgetLedger(10.0, 1e-4)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            PrivateLogisticRegression(epsilon=0.5, delta=1e-6, accountant=led, **kw).fit(X, yc)
+        assert led.spends[0].curve is None, kw

@@ -704,12 +704,17 @@ def _density_noise(spec, rng):
     return draw(spec, rng) if draw is not None else spec.sample(rng)
 
 
+def _output_spec(K, p, R, n, lam, gamma, eps, delta, mechanism):
+    """The output route's release: ``Delta_out = 2 sqrt(K) R / (n lambda) + 2 gamma / lambda``."""
+    sens = 2.0 * np.sqrt(K) * R / (n * lam) + 2.0 * gamma / lam
+    return calibrate(Query(shape=(K, p), l2_sensitivity=sens), eps, delta, mechanism=mechanism), sens
+
+
 def _output_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma, max_iter, rng,
                          sample_weight=None):
     K, p = Y.shape[1], U.shape[1]
     W = minimize(U, Y, loss, lam, np.zeros((K, p)), gamma, max_iter, R, sample_weight)
-    sens = 2.0 * np.sqrt(K) * R / (n * lam) + 2.0 * gamma / lam
-    spec = calibrate(Query(shape=(K, p), l2_sensitivity=sens), eps, delta, mechanism=mechanism)
+    spec, sens = _output_spec(K, p, R, n, lam, gamma, eps, delta, mechanism)
     info = {"route": "output", "l2_sensitivity": sens, "regularization": lam}
     return spec.privatize(W, rng), (spec,), info
 
@@ -778,12 +783,22 @@ def _objective_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma,
     return W, (spec1, spec2), info
 
 
-def _gradient_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, rng, *,
-                           n_steps, batch_size, clip, learning_rate, sample_weight=None):
-    from .._accounting import poisson_gaussian_noise_multiplier
+def _gradient_spec(K, p, n, eps, delta, mechanism, T, batch_size, clip):
+    """The gradient route's noise: ``(spec, accounting, z, q, gaussian, curve)``.
 
-    K, p = Y.shape[1], U.shape[1]
-    T = int(n_steps)
+    A function of public inputs only (derivation in the module docstring,
+    "Gradient perturbation"). ``curve`` is the fit's
+    :class:`skdp._filter.GaussianCurve` for full-batch Gaussian DP-GD: ``T``
+    Gaussian steps of rounded sensitivity ``Delta`` and scale ``sigma``
+    compose to ``mu = sqrt(T) Delta / sigma`` (Dong, Roth & Su 2022), with
+    the steps' sampling error ``reserve / (1 + e^eps)``; ``None`` otherwise
+    (Poisson subsampling is accounted by a PLD, not a Gaussian curve; basic
+    composition has none).
+    """
+    from .._accounting import poisson_gaussian_noise_multiplier
+    from .._filter import GaussianCurve
+
+    T = int(T)
     if batch_size is None or batch_size >= n:
         q = 1.0
     else:
@@ -835,6 +850,19 @@ def _gradient_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, rng, *,
                          mechanism=name)
         accounting = "basic_composition"
         z = None
+    curve = None
+    if gaussian and q == 1.0:
+        curve = GaussianCurve(float(np.sqrt(T) * rounded / spec.params["sigma"]),
+                              float(reserve / (1.0 + np.exp(eps))))
+    return spec, accounting, z, q, gaussian, curve
+
+
+def _gradient_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, rng, *,
+                           n_steps, batch_size, clip, learning_rate, sample_weight=None):
+    K, p = Y.shape[1], U.shape[1]
+    T = int(n_steps)
+    spec, accounting, z, q, gaussian, _ = _gradient_spec(K, p, n, eps, delta, mechanism, T,
+                                                         batch_size, clip)
     beta_avg = loss.curvature * R**2
     lr = 1.0 / (beta_avg + lam) if learning_rate == "auto" else float(learning_rate)
     denom = q * n
@@ -1008,6 +1036,46 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
             if reason is not None:
                 raise ValueError(f"mechanism {self.mechanism!r} cannot be used here: {reason}.")
 
+    def _curve(self, n, d, classes):
+        """The fit's Gaussian curve from public inputs, before the charge (or ``None``).
+
+        The output route releases one calibrated vector (its spec's curve:
+        Gaussian, or grid Laplace counted by ``pure_mu``); full-batch Gaussian
+        DP-GD composes ``T`` Gaussian steps (:func:`_gradient_spec`). Both
+        need only ``n``, the shape, the public ``classes`` and ``data_norm``,
+        the budget and the public rules for ``C`` and ``T``. Objective
+        perturbation (AMP) and Poisson-sampled DP-SGD have no Gaussian curve:
+        the ledger charges them by basic composition.
+        """
+        from .._filter import release_curve
+
+        if (self.data_norm is None or classes is None or not n or not d
+                or self.perturbation == "objective"):
+            return None
+        if self.mechanism != "auto":
+            mech = get_mechanism(self.mechanism)
+            if not (mech.verified and mech.float_safe):
+                return None  # no curve for it (and no second warning from a calibration)
+        if self.perturbation == "gradient" and self.batch_size is not None and self.batch_size < n:
+            return None
+        eps, delta = check_epsilon_delta(self.epsilon, self.delta)
+        K = 1 if classes.size == 2 else classes.size
+        B = float(self.data_norm)
+        R = float(np.hypot(B, self.intercept_scaling * B)) if self.fit_intercept else B
+        p = d + int(self.fit_intercept)
+        loss = self._loss()
+        if self.perturbation == "gradient":
+            clip = np.sqrt(K) * R if self.clip_norm is None else float(self.clip_norm)
+            return _gradient_spec(K, p, n, eps, delta, self.mechanism,
+                                  self._n_steps(n, K, p, eps, delta), self.batch_size, clip)[5]
+        if isinstance(self.C, str):
+            lam = auto_regularization("output", loss.curvature, n, K, p, R, eps, delta,
+                                      self.mechanism, self.tol)
+        else:
+            lam = 1.0 / (n * self.C)
+        spec, _ = _output_spec(K, p, R, n, lam, self.tol * R / n, eps, delta, self.mechanism)
+        return release_curve([spec])
+
     @private_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
@@ -1040,7 +1108,8 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
         sample_weight = check_unit_sample_weight(sample_weight, X, self)  # shared, before the charge
         loss = self._loss()
         classes = check_classes(self.classes, self)
-        budget, rng = self._start_fit(*public_shape(X))
+        n_pub, d_pub = public_shape(X)
+        budget, rng = self._start_fit(n_pub, d_pub, curve=lambda: self._curve(n_pub, d_pub, classes))
         eps, delta = budget.epsilon, budget.delta
         X, y = validate_data(self, X, y, accept_sparse=["csr", "csc"],
                              dtype=[np.float64, np.float32], ensure_min_samples=2)
