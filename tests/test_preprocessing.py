@@ -471,3 +471,47 @@ def test_scale_by_bounds_then_sqrt_d():
 def test_data_norm_from_bounds_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         data_norm_from_bounds(**kwargs)
+
+
+# ----------------------------------------------------------------------
+# floating-point computation of the scaler's moments (_moments_rounding)
+# ----------------------------------------------------------------------
+@pytest.mark.parametrize("sparse_input", [False, True])
+def test_scaler_moments_rounding_bound_against_exact_arithmetic(sparse_input):
+    from fractions import Fraction
+
+    import scipy.sparse as sps
+
+    from skdp.preprocessing._scaler import _moments_rounding, _normalise, _normalised_moments
+
+    rng = np.random.default_rng(5)
+    n, d, s = 3000, 3, 2.5
+    lower = np.array([-1.0, 1e6, -0.3])
+    upper = np.array([2.0, 1e6 + 1.0, 1e-9])
+    X = lower + (upper - lower) * rng.uniform(-0.2, 1.2, size=(n, d))
+    if sparse_input:
+        X = sps.csr_matrix(X * (rng.uniform(size=X.shape) < 0.5))
+    width = upper - lower
+    rho, e1, e2 = _moments_rounding(n, d, lower, upper, s, sparse_input)
+    s1, s2 = _normalised_moments(X, lower, width, second=True)
+    dense = X.toarray() if sparse_input else X
+    U = _normalise(dense, lower, width)  # the computed values (zeros normalised the same way)
+    assert np.all(np.abs(U) <= rho / 2)
+    for j in range(d):
+        col = [Fraction(float(v)) for v in U[:, j]]
+        m_exact = sum(col) / n
+        q_exact = Fraction(s) * sum(v * v for v in col) / n
+        assert abs(Fraction(float(s1[j] / n)) - m_exact) <= Fraction(e1)
+        assert abs(Fraction(float(s * s2[j] / n)) - q_exact) <= Fraction(e2)
+    # the bound is far below the sensitivity (1 / n per mean coordinate) at this size
+    assert e1 < 1e-9 / n * 1e3 and rho < 1 + 1e-9
+
+
+def test_scaler_calibrates_the_computed_moments():
+    from skdp.preprocessing._scaler import _moments_query, _moments_rounding
+
+    n, d, s = 10**8, 4, 2.0
+    exact = _moments_query(n, d, s)
+    computed = _moments_query(n, d, s, _moments_rounding(n, d, np.zeros(d), np.ones(d), s, False))
+    assert exact.l2_bound < computed.l2_bound < exact.l2_bound * 1.01
+    assert exact.l1_bound < computed.l1_bound < exact.l1_bound * 1.01

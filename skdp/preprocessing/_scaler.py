@@ -56,6 +56,14 @@ profile is passed to the core as well, but its norms are larger than the
 joint sensitivities above (the two moments of one feature cannot both move
 by their maximum).
 
+*Floating-point computation.* The release is the statistic as computed:
+the computed normalised values stay within ``rho / 2`` (``rho`` slightly
+above 1, from the bounds) and each computed coordinate is within ``e1``
+(mean) or ``e2`` (second moment) of the exact moment of those values
+(:func:`_moments_rounding`, Higham 2002). The calibrated query takes the
+sensitivities above times ``rho`` (``rho^2`` for the second moment) plus
+twice those errors per coordinate; all from public inputs.
+
 *Noise.* ``delta = 0``: the core's ``"laplace"`` mechanism (pure epsilon-DP,
 scale ``Delta_1 / epsilon``); ``delta > 0``: ``"analytic_gaussian"`` (Balle &
 Wang 2018, ``sigma = Delta_2 / mu0(epsilon, delta)``). Both release on a
@@ -173,14 +181,61 @@ def moment_sensitivities(n_samples, n_features, s=None):
     return d * _l1_per_feature(s) / n, math.sqrt(d * _l2sq_per_feature(s)) / n
 
 
-def _moments_query(n_samples, n_features, s):
+def _moments_query(n_samples, n_features, s, rounding=None):
+    """The release's query; ``rounding=(rho, e1, e2)`` (:func:`_moments_rounding`) makes it the
+    query of the statistic as computed in floating point, ``None`` the exact one."""
     l1, l2 = moment_sensitivities(n_samples, n_features, s)
     n, d = n_samples, n_features
+    rho, e1, e2 = (1.0, 0.0, 0.0) if rounding is None else rounding
+    # computed values |u| <= rho / 2: the mean moves rho times, the second moment rho^2 times as
+    # far (rho >= 1, so rho^2 bounds both), and each computed coordinate is off by e1 (mean) or
+    # e2 (second moment) on either side
     if s is None:
-        return Query(shape=(d,), l1_sensitivity=l1, l2_sensitivity=l2,
-                     sensitivity_profile=np.full(d, 1.0 / n))
-    profile = np.concatenate([np.full(d, 1.0 / n), np.full(d, s / (4.0 * n))])
-    return Query(shape=(2 * d,), l1_sensitivity=l1, l2_sensitivity=l2, sensitivity_profile=profile)
+        return Query(shape=(d,), l1_sensitivity=rho * l1 + 2.0 * d * e1,
+                     l2_sensitivity=rho * l2 + 2.0 * np.sqrt(d) * e1,
+                     sensitivity_profile=np.full(d, rho / n + 2.0 * e1))
+    profile = np.concatenate([np.full(d, rho / n + 2.0 * e1),
+                              np.full(d, rho**2 * s / (4.0 * n) + 2.0 * e2)])
+    return Query(shape=(2 * d,), l1_sensitivity=rho**2 * l1 + 2.0 * d * (e1 + e2),
+                 l2_sensitivity=rho**2 * l2 + 2.0 * np.sqrt(d * (e1**2 + e2**2)),
+                 sensitivity_profile=profile)
+
+
+def _moments_rounding(n, d, lower, upper, s, sparse_input):
+    """``(rho, e1, e2)``: the floating-point computation of the moments (module docstring).
+
+    ``rho``: computed normalised values satisfy ``|u~| <= rho / 2`` with
+    ``rho = max_j (1 + u (|a_j| + |b_j|) / w_j) (1 + u)^3`` (the midpoint
+    ``fl((a + b) / 2)`` is within ``u |a + b| / 2`` of the exact one; a
+    subtraction and a division round once each). ``e1``, ``e2``: bounds on the
+    error of each computed coordinate ``fl(sum u~ / n)`` and ``fl(s sum u~^2 /
+    n)`` against the exact moments of the computed values: a sum of ``n``
+    terms in a tree of depth ``h`` errs by at most ``gamma_h`` times the sum
+    of the absolute values (Higham 2002, Lemma 3.1): ``h = m + C`` for
+    dense input (chunks of ``m`` rows summed along the rows, ``C`` chunk
+    sums added in turn), ``h = n + 2`` for sparse input (``bincount`` adds in
+    stored order, then the implicit zeros' term), plus the final products
+    and division. All public: bounds, ``n``, ``d`` and the input format.
+    """
+    from .._stats import UNIT_ROUNDOFF as u, _gamma
+
+    lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+    w = upper - lower
+    rho = float(np.max((1.0 + u * (np.abs(lower) + np.abs(upper)) / w) * (1.0 + u) ** 3,
+                       initial=1.0))
+    n = max(int(n), 1)
+    if sparse_input:
+        h = n + 2
+    else:
+        m = min(n, _dense_chunk_rows(d))
+        h = m + -(-n // m)
+    e1 = _gamma(h + 2) * rho / 2.0
+    e2 = 0.0 if s is None else s * _gamma(h + 4) * rho**2 / 4.0
+    return rho, e1, e2
+
+
+def _dense_chunk_rows(d):
+    return max(1, 2**20 // max(int(d), 1))
 
 
 def _normalise(values, lower, width):
@@ -208,7 +263,7 @@ def _normalised_moments(X, lower, width, second):
         return s1, s2
     s1 = np.zeros(d)
     s2 = np.zeros(d) if second else None
-    step = max(1, 2**20 // max(d, 1))
+    step = _dense_chunk_rows(d)  # public: _moments_rounding charges this depth
     for start in range(0, n, step):
         u = _normalise(np.asarray(X[start:start + step], dtype=np.float64), lower, width)
         s1 += u.sum(axis=0)
@@ -386,11 +441,14 @@ class PrivateStandardScaler(PrivateEstimatorMixin, OneToOneFeatureMixin, Transfo
         if self.bounds is not None:
             _check_bounds(self.bounds, n_features, self)
 
-    def _calibrate(self, n, k, budget):
-        """The one release of ``k`` live features (public inputs only)."""
+    def _calibrate(self, n, k, budget, lower, upper, sparse_input):
+        """The one release of ``k`` live features with bounds ``lower, upper`` (public inputs only),
+        for the statistic as computed in floating point (:func:`_moments_rounding`)."""
         s = moment_weight(budget.delta) if self.with_std else None
         mechanism = "laplace" if budget.delta == 0 else "analytic_gaussian"
-        return calibrate(_moments_query(n, k, s), budget.epsilon, budget.delta, mechanism=mechanism)
+        rounding = _moments_rounding(n, k, lower, upper, s, sparse_input)
+        return calibrate(_moments_query(n, k, s, rounding), budget.epsilon, budget.delta,
+                         mechanism=mechanism)
 
     @private_fit
     @_fit_context(prefer_skip_nested_validation=True)
@@ -421,10 +479,12 @@ class PrivateStandardScaler(PrivateEstimatorMixin, OneToOneFeatureMixin, Transfo
             if self.bounds is None or not n_pub or not d_pub:
                 return None
             lo, hi = _check_bounds(self.bounds, d_pub, self)
-            k_pub = int(np.count_nonzero(hi - lo > 0))
+            live_pub = hi - lo > 0
+            k_pub = int(np.count_nonzero(live_pub))
             if not k_pub:
                 return None
-            pre["spec"] = self._calibrate(n_pub, k_pub, self._privacy_budget())
+            pre["spec"] = self._calibrate(n_pub, k_pub, self._privacy_budget(), lo[live_pub],
+                                          hi[live_pub], sparse.issparse(X))
             return release_curve([pre["spec"]])
 
         if releases:
@@ -455,7 +515,7 @@ class PrivateStandardScaler(PrivateEstimatorMixin, OneToOneFeatureMixin, Transfo
             s = moment_weight(budget.delta) if self.with_std else None
             spec = pre.get("spec")
             if spec is None or spec.query.shape != _moments_query(n, k, s).shape or n != n_pub:
-                spec = self._calibrate(n, k, budget)
+                spec = self._calibrate(n, k, budget, lower[live], upper[live], sparse.issparse(X))
             Xl = X[:, np.flatnonzero(live)] if not np.all(live) else X
             s1, s2 = _normalised_moments(Xl, lower[live], width[live], second=s is not None)
             value = s1 / n if s is None else np.concatenate([s1 / n, s * s2 / n])
