@@ -160,6 +160,26 @@ the replace-one factor 2). Seed 004's reference code drew both noises from
 the same ``(R, h)`` and retried with fresh noise on solver failure; here the
 two draws are independent and the tolerance is fixed in advance.
 
+*Floating-point safety of the objective route.* ``b`` is never released,
+but the analysis above is for a continuous Gaussian ``b`` and a
+floating-point sampler is not one. The AMP route therefore draws
+``b = g_b Y`` with ``Y`` from the exact discrete Gaussian ``N_Z(0, (sigma_1
+/ g_b)^2)`` (Canonne, Kamath & Steinke 2020) on a public power-of-two grid
+``g_b`` (:func:`_objective_noise_grid`: the shift below at most ``1e-3
+gamma``, the scale at most ``2^40`` grid steps). Coupling: the law of ``Y`` is
+within total variation ``tau`` of ``round(b_c / g_b)`` for a continuous
+``b_c ~ N(0, sigma_1^2 I)`` (:func:`skdp.mechanisms._grid.discrete_gaussian_tv_reserve`,
+reserved from ``delta_1`` before ``sigma_1`` is calibrated), and then
+``||b - b_c|| <= g_b sqrt(k) / 2 =: s_b`` (``k = K p``). The minimiser is
+``1/lambda'``-Lipschitz in ``b`` (strong convexity), so the released
+solver output ``W~`` is within ``(gamma + s_b) / lambda'`` of the exact
+minimiser ``W*(b_c)`` of the continuous mechanism: the argument above holds
+with ``gamma + s_b`` in place of ``gamma`` in the solver-error noise
+(``Delta_2 = 2 (gamma + s_b) / lambda'``), plus the reserve. The solver's
+certificate ``||grad F(W~)|| <= gamma`` is itself evaluated in floating
+point (not yet bounded: see the privacy model page); the pure route
+(gamma-norm ``b``) still draws ``b`` in floating point.
+
 *Budget split* (public): ``eps_2 = 0.01 eps``, ``delta_2 = 0.01 delta``,
 ``eps_1 = eps - eps_2``; within ``eps_1`` Iyengar et al.'s hyperparameter-free
 "strategy 1" fraction ``f(eps)`` targets ``eps_J = (1 - f) eps_1``: the
@@ -348,6 +368,7 @@ References
    PETS 2022.
 """
 
+import math
 from functools import lru_cache
 from numbers import Integral, Real
 
@@ -704,6 +725,25 @@ def _density_noise(spec, rng):
     return draw(spec, rng) if draw is not None else spec.sample(rng)
 
 
+#: the objective noise's grid: rounding shift at most this share of the solver tolerance gamma
+_B_SHIFT_SHARE = 1e-3
+#: largest scale (in grid units) of the exact discrete Gaussian sampler
+_B_MAX_SCALE = 2.0**40
+
+
+def _objective_noise_grid(sigma, gamma, k):
+    """Power-of-two grid of the AMP noise ``b``: the largest ``g`` with ``g sqrt(k) / 2 <=
+    _B_SHIFT_SHARE gamma``, doubled while ``sigma / g > 2^39`` (the sampler's range, with room
+    for one more doubling). Public: ``sigma``, ``gamma`` and ``k`` are."""
+    target = _B_SHIFT_SHARE * float(gamma) * 2.0 / np.sqrt(k)
+    g = math.ldexp(1.0, math.floor(math.log2(target)))
+    while g * np.sqrt(k) / 2.0 > _B_SHIFT_SHARE * gamma:
+        g /= 2.0
+    while sigma / g > _B_MAX_SCALE / 2.0:
+        g *= 2.0
+    return g
+
+
 def _output_spec(K, p, R, n, lam, gamma, eps, delta, mechanism):
     """The output route's release: ``Delta_out = 2 sqrt(K) R / (n lambda) + 2 gamma / lambda``."""
     sens = 2.0 * np.sqrt(K) * R / (n * lam) + 2.0 * gamma / lam
@@ -753,7 +793,18 @@ def _objective_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma,
         name2 = "laplace" if mechanism == "auto" else name
         sigma1 = None
     elif mechanism in ("auto", "analytic_gaussian"):
-        sigma1 = _cached_amp_sigma(float(eps3), float(delta1), float(sens1), int(m), int(K))
+        # b on a fine power-of-two grid from the exact discrete Gaussian (module docstring,
+        # "Floating-point safety of the objective route"): its sampling error is reserved
+        # from delta_1 and its rounding shift joins the solver tolerance below
+        sigma_full = _cached_amp_sigma(float(eps3), float(delta1), float(sens1), int(m), int(K))
+        b_grid = _objective_noise_grid(sigma_full, gamma, K * p)
+        b_reserve = discrete_gaussian_tv_reserve(eps, delta1, np.full(K * p, sigma_full / (2.0 * b_grid)))
+        delta1_eff = delta1 - b_reserve
+        if not delta1_eff < delta1:  # below the resolution of delta_1: one ulp is more
+            delta1_eff = float(np.nextafter(delta1, 0.0))
+        sigma1 = _cached_amp_sigma(float(eps3), float(delta1_eff), float(sens1), int(m), int(K))
+        if sigma1 / b_grid > _B_MAX_SCALE:  # (sigma1 is at most a hair above sigma_full)
+            b_grid *= 2.0
         eff = sigma1 * analytic_gaussian_mu(eps3, delta1)
         spec1 = calibrate(Query(shape=(K, p), l2_sensitivity=eff), eps3, delta1,
                           mechanism="analytic_gaussian")
@@ -768,9 +819,18 @@ def _objective_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma,
         spec1 = calibrate(Query(shape=(K, p), l2_sensitivity=sens1), eps3, delta1, mechanism=mechanism)
         name2 = mechanism
         sigma1 = None
-    b = _density_noise(spec1, rng)
+    b_shift = 0.0
+    if sigma1 is not None:  # AMP: exact discrete Gaussian on the grid b_grid
+        from ..mechanisms._discrete import sample_discrete_gaussian
+
+        b = sample_discrete_gaussian(sigma1 / b_grid, (K, p), rng) * b_grid  # exact products
+        b_shift = b_grid * np.sqrt(K * p) / 2.0
+    else:
+        b = _density_noise(spec1, rng)
     W = minimize(U, Y, loss, lam_tot, b, gamma, max_iter, R, sample_weight)
-    sens2 = 2.0 * gamma / lam_tot
+    # the released W~ is within (gamma + b_shift) / lambda' of the exact minimiser for the
+    # continuous noise coupled to b (b_shift = 0 for the continuous draws)
+    sens2 = 2.0 * (gamma + b_shift) / lam_tot
     spec2 = calibrate(Query(shape=(K, p), l2_sensitivity=sens2), eps2, delta2, mechanism=name2)
     W = spec2.privatize(W, rng)  # independent draw, released on the grid
     info = {
@@ -779,6 +839,7 @@ def _objective_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma,
         "eps_jacobian": eps_j, "eps_noise": eps3, "eps_solver": eps2,
         "delta_noise": delta1, "delta_solver": delta2, "l2_sensitivity": sens1,
         "subspace_dim": m, "sigma": sigma1,
+        "noise_grid": b_grid if sigma1 is not None else None, "noise_grid_shift": b_shift,
     }
     return W, (spec1, spec2), info
 
