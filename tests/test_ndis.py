@@ -516,7 +516,7 @@ def test_integer_gram_with_the_float_bound_equals_the_exact_check(case):
     from skdp._stats import AugmentedRows
 
     rng = np.random.default_rng(5)
-    n, d, m = 3000, 7, 20
+    n, d, m = 3000, 7, 22  # chunks of 256 rows, flushed to int64 every 512 rows
     X = rng.normal(size=(n, d))
     kw, extra = {}, 0
     if case == "unit":

@@ -1063,27 +1063,34 @@ def _rows_proven_within(norms, scale, Eq, lim, p):
       up to an absolute ``2^-1000`` from underflow, and
       ``(1 + u)^2 (1 + p 2^-474) / ((1 - u)^4 (1 - gamma_p)) <= kappa (1 - u)``,
       so ``sum_j q_ij^2 <= C + 2^-1000``;
-    * ``e_i = fl(sum_j Eq_ij^2)`` is exact when every ``|Eq_ij| < 2^26``;
-      otherwise it is at least ``2^52 > lim (1 - 2^-40)`` (the proof is
-      only used for ``lim <= 2^52``) and the row is not proven. Then ``fl(C + e_i) <= lim (1 - 2^-40)`` gives
-      ``|q_i|^2 <= lim (1 - 2^-40) / (1 - u) + 2^-1000 < lim``.
+    * the squares ``Eq_ij^2`` of the ``h <= 2^10`` other columns are exact
+      when every ``|Eq_ij| < 2^26``, and the computed ``T = fl(...fl(C +
+      Eq_i1^2) + ...)`` (sums of non-negative terms) is at least ``(C +
+      e_i) (1 - u)^h``, ``e_i = sum_j Eq_ij^2``; a larger entry makes
+      ``T >= 2^52 (1 - u)^h > lim (1 - 2^-40)`` (the proof is only used for
+      ``lim <= 2^52``) and the row is not proven. So
+      ``T <= lim (1 - 2^-40)`` gives
+      ``|q_i|^2 <= lim (1 - 2^-40) / (1 - u)^h + 2^-1000 < lim``.
 
     Rows outside the range of ``nu_i`` (or not finite) are not proven.
     The tests compare the result with the exact check on rows at the bound.
     """
     nu = np.asarray(norms, dtype=np.float64)
     s = np.asarray(scale, dtype=np.float64)
-    if p > 2**30 or lim > 2.0**52:
+    if p > 2**30 or lim > 2.0**52 or Eq.shape[1] > 2**10:
         return np.zeros(nu.shape[0], dtype=bool)
     kappa = 1.0 + (p + 16) * 2.0**-50
-    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-        c = nu * s
+    with np.errstate(all="ignore"):
+        c = nu * s  # |s|: the bound holds for either sign
         c *= c
         c *= kappa
-        if Eq.shape[1]:
-            c += np.einsum("ij,ij->i", Eq, Eq)
-        ok = (c <= lim * (1.0 - 2.0**-40)) & (nu >= 2.0**-300) & (nu <= 2.0**400)
-    return ok & (s >= 0.0)
+        for j in range(Eq.shape[1]):  # column by column: the columns are strided
+            col = Eq[:, j]
+            c += col * col
+        ok = c <= lim * (1.0 - 2.0**-40)  # False for nan
+        if not (nu.min(initial=1.0) >= 2.0**-300 and nu.max(initial=1.0) <= 2.0**400):
+            ok &= (nu >= 2.0**-300) & (nu <= 2.0**400)
+    return ok
 
 
 def _quantize_sparse(Xpart, E, factor, lim):
@@ -1115,7 +1122,10 @@ def _integer_gram(X, data_norm, m, chunk_size):
 
     Chunks of at most ``2^(52 - 2m)`` rows: every entry of a chunk's Gram matrix is
     an integer below ``2^52``, so the float64 product (BLAS, any order, FMA included)
-    is exact; chunks are added in int64.
+    is exact. Consecutive dense chunks are summed in float64 while they hold at
+    most ``2^(53 - 2m)`` rows (each product ``|q_ia q_ib| <= |q_i|^2 <= 4^m``,
+    so every partial sum, in any order, is an integer of magnitude at most
+    ``2^53``: exact), then added in int64.
     """
     rows = as_rows(X)
     if rows.dask:  # exact int64 partial sums per block on the workers, added there exactly
@@ -1126,9 +1136,10 @@ def _integer_gram(X, data_norm, m, chunk_size):
     factor, lim = _quantize_factor(data_norm, m), float(4**m)
     step = max(1, min(int(chunk_size), 2 ** (52 - 2 * m)))
     G = np.zeros((d, d), dtype=np.int64)
-    Gi = np.empty((d, d), dtype=np.int64)  # one chunk's exact sums, converted
+    Gi = np.empty((d, d), dtype=np.int64)  # exact float64 sums, converted
     Gc = np.zeros((d, d), order="F")
     p = rows.d
+    cap, held = 2 ** (53 - 2 * m), 0  # rows whose products Gc holds (dense)
     for _, Xpart, E in rows.chunks(step, post_scale=None if rows.sparse else factor):
         if rows.sparse:
             Gc[:] = 0.0
@@ -1142,12 +1153,17 @@ def _integer_gram(X, data_norm, m, chunk_size):
             B = rows.buffer[:Xpart.shape[0]]
             # the factor was applied in the clipping pass, whose row norms bound most rows
             _quantize_dense(B, None, lim, norms=rows.chunk_norms, scale=rows.chunk_scale, p=rows.d)
-            if B.shape[0]:  # Gc = triu(B^T B) (beta = 0: Gc's old values are not read)
-                Gc = blas.dsyrk(1.0, B.T, beta=0.0, c=Gc, trans=0, lower=0, overwrite_c=1)
-            else:
-                Gc[:] = 0.0
-            np.copyto(Gi, Gc, casting="unsafe")  # integers below 2^52: exact
-            G += Gi
+            if held and held + B.shape[0] > cap:  # flush: integers of magnitude at most 2^53, exact
+                np.copyto(Gi, Gc, casting="unsafe")
+                G += Gi
+                held = 0
+            if B.shape[0]:  # triu(Gc) (+)= triu(B^T B); beta = 0 after a flush (old values unread)
+                Gc = blas.dsyrk(1.0, B.T, beta=1.0 if held else 0.0, c=Gc, trans=0, lower=0,
+                                overwrite_c=1)
+                held += B.shape[0]
+    if held:
+        np.copyto(Gi, Gc, casting="unsafe")
+        G += Gi
     if not rows.sparse:
         il = np.tril_indices(d, -1)
         G[il] = G.T[il]
