@@ -1215,8 +1215,9 @@ def grid_sketch(X, plan, rng, *, chunk_size=10_000):
        reused buffer (after the row's clipping and weighting when ``X`` is
        :class:`skdp._stats.AugmentedRows`); no quantised copy of ``X`` exists.
     2. *Exact Gram*: chunks of at most ``2^(52 - 2m)`` rows give integer sums
-       below ``2^52`` (exact in float64 in any order, FMA included), added in
-       int64 (``n 4^m < 2^62``). ``M = G + s2 I`` with
+       below ``2^52`` (exact in float64 in any order, FMA included; dense
+       chunks are summed in float64 up to ``2^(53 - 2m)`` rows, still exact,
+       :func:`_integer_gram`), added in int64 (``n 4^m < 2^62``). ``M = G + s2 I`` with
        ``s2 = ceil(sigma^2 / q^2)`` (so ``sigma_eff >= sigma``), exact;
        ``lambda_min(M) >= s2`` is public.
     3. *Factor*: ``F^ = chol(fl(M))`` in long double (unit roundoff
