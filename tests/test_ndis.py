@@ -552,3 +552,28 @@ def test_integer_gram_with_the_float_bound_equals_the_exact_check(case):
     Q = np.vstack(Q)
     assert all(sum(v * v for v in row) <= 4**m for row in Q)
     np.testing.assert_array_equal(G.astype(object), Q.T.dot(Q))
+
+
+def test_quantize_dense_with_the_float_bound_shrinks_the_same_rows():
+    """Rows above the limit (not provable) are shrunk exactly as without the bound; the others
+    are left as they are: the same array either way."""
+    from skdp._stats import _dense_norms
+    from skdp.mechanisms.ndis import _quantize_dense
+
+    rng = np.random.default_rng(11)
+    p, lim = 30, float(4**16)
+    src = rng.normal(size=(600, p))
+    nu = _dense_norms(src)
+    rel = np.where(rng.uniform(size=600) < 0.3, 2.0**-8, -(2.0**-30))  # 30% of rows above the limit
+    s = np.sqrt(lim) / nu * (1.0 + rel)
+    B = src * s[:, None]
+    fast = _quantize_dense(B.copy(), None, lim, norms=nu, scale=s, p=p)
+    slow = _quantize_dense(B.copy(), None, lim)
+    np.testing.assert_array_equal(fast, slow)
+    Q = fast.astype(np.int64).astype(object)
+    sq = np.array([sum(v * v for v in row) for row in Q], dtype=object)
+    assert all(sq <= 4**16)
+    before = np.trunc(B).astype(np.int64).astype(object)
+    above = np.array([sum(v * v for v in row) > 4**16 for row in before])
+    assert 100 < above.sum() < 300  # the shrinking loop ran on a part of the chunk
+    np.testing.assert_array_equal(fast[~above], np.trunc(B)[~above])
