@@ -326,7 +326,7 @@ class AugmentedRows:
                 # are not), then norms and scaling on the float64 chunk in cache
                 np.copyto(Xpart, src)
                 src = Xpart
-            f = None
+            f = norms = None
             if self.data_norm is not None or self.sqrt_w is not None:
                 # float64: norms read from the source, scaled in the same pass as the copy
                 norms = _dense_norms(src) if self.data_norm is not None else None
@@ -346,6 +346,8 @@ class AugmentedRows:
                 continue
             if post_scale is not None:
                 f = post_scale if f is None else f * post_scale
+            # what the grid sketch's quantisation bounds the chunk's row norms with
+            self.chunk_norms, self.chunk_scale = norms, f
             if f is None:
                 if src is not Xpart:
                     np.copyto(Xpart, src)

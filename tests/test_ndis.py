@@ -462,3 +462,118 @@ def test_grid_sketch_plan_stays_on_the_grid_for_any_n_at_delta_one_over_n_square
             sigma = _cached_rp_noise_multiplier(1.0, delta * (1 - SKETCH_RESERVE_SHARE), r)
             plan = grid_sketch_plan(n, d, r, 1.0, sigma, 1.0, cholesky="decimal")
             assert plan is not None and plan["reserve"] <= SKETCH_RESERVE_SHARE * delta
+
+
+def test_float_row_bound_never_proves_a_row_above_the_limit():
+    """_rows_proven_within against the exact (Python integer) squared norms of the quantised rows.
+
+    The per-row multiplier is swept across the limit (relative steps of 2^-45 .. 2^-20 around
+    the scale that puts the row exactly at ``sqrt(lim)``), with tiny entries, float32 sources
+    and integer extra columns: a proven row is never above the limit, and rows well inside it
+    are proven.
+    """
+    from skdp._stats import _dense_norms
+    from skdp.mechanisms.ndis import _rows_proven_within
+
+    rng = np.random.default_rng(3)
+    m = 20
+    lim = float(4**m)
+    proven_total = 0
+    for p, dtype, n_extra in ((3, np.float64, 0), (50, np.float64, 1), (40, np.float32, 2), (1, np.float64, 0)):
+        for _ in range(20):
+            X = rng.normal(size=(400, p)).astype(dtype) * 10.0 ** rng.integers(-3, 4)
+            if p > 1:
+                X[::7, 0] = 1e-300  # underflowing squares
+            src = X.astype(np.float64)
+            nu = _dense_norms(src)
+            Eq = np.trunc(rng.uniform(0, 2.0**m / 4, size=(400, n_extra)))
+            room = np.sqrt(np.maximum(lim - (Eq * Eq).sum(axis=1), 0.0))
+            rel = 2.0 ** rng.uniform(-45, -20, size=400) * rng.choice([-1.0, 1.0], size=400)
+            s = room / nu * (1.0 + rel)
+            Y = src * s[:, None]  # the clipping pass's product fl(x s)
+            Q = np.trunc(Y).astype(np.int64).astype(object)
+            Eo = Eq.astype(np.int64).astype(object)
+            exact = np.array([sum(v * v for v in row) + sum(v * v for v in e)
+                              for row, e in zip(Q, Eo)], dtype=object)
+            ok = _rows_proven_within(nu, s, Eq, lim, p)
+            assert all(exact[ok] <= 4**m)
+            proven_total += int(ok.sum())
+            # well inside the limit (by 2^-30 relative): always proven
+            s_in = room / nu * (1.0 - 2.0**-30)
+            assert np.all(_rows_proven_within(nu, s_in, Eq, lim, p) | (room == 0))
+    assert proven_total > 0
+    # out of range norms and non-finite values are left to the exact check
+    nu = np.array([2.0**-301, 2.0**401, np.nan, np.inf, 1.0])
+    s = np.array([1.0, 2.0**-500, 1.0, 0.0, np.nan])
+    assert not _rows_proven_within(nu, s, np.zeros((5, 0)), lim, 4).any()
+
+
+@pytest.mark.parametrize("case", ["unit", "clipped", "weighted", "float32", "labels"])
+def test_integer_gram_with_the_float_bound_equals_the_exact_check(case):
+    """The Gram of the quantised rows with the float bound equals the one with every row checked
+    exactly (Python integers), and the fast path is taken."""
+    import skdp.mechanisms.ndis as nd
+    from skdp._stats import AugmentedRows
+
+    rng = np.random.default_rng(5)
+    n, d, m = 3000, 7, 22  # chunks of 256 rows, flushed to int64 every 512 rows
+    X = rng.normal(size=(n, d))
+    kw, extra = {}, 0
+    if case == "unit":
+        X /= np.linalg.norm(X, axis=1, keepdims=True)
+    elif case == "weighted":
+        kw["sample_weight"] = rng.uniform(size=n)
+    elif case == "float32":
+        X = X.astype(np.float32)
+    elif case == "labels":
+        kw.update(y=rng.normal(size=n) * 3, label_bound=1.0)
+        extra = 1
+    l = 1.0 if extra == 0 else math.sqrt(2.0)
+    rows = AugmentedRows(X, 1.0, **kw)
+    proven = []
+    orig = nd._rows_proven_within
+
+    def spy(*a, **k):
+        out = orig(*a, **k)
+        proven.append(out)
+        return out
+
+    nd._rows_proven_within = spy
+    try:
+        G = nd._integer_gram(rows, l, m, 500)
+    finally:
+        nd._rows_proven_within = orig
+    assert proven and np.concatenate(proven).mean() > 0.99
+    # reference: the same clipping pass, every row checked exactly
+    Q = []
+    for _, Xpart, E in AugmentedRows(X, 1.0, **kw).chunks(500, post_scale=nd._quantize_factor(l, m)):
+        B = np.hstack([Xpart, E]).copy()
+        Q.append(nd._quantize_dense(B, None, float(4**m)).astype(np.int64).astype(object))
+    Q = np.vstack(Q)
+    assert all(sum(v * v for v in row) <= 4**m for row in Q)
+    np.testing.assert_array_equal(G.astype(object), Q.T.dot(Q))
+
+
+def test_quantize_dense_with_the_float_bound_shrinks_the_same_rows():
+    """Rows above the limit (not provable) are shrunk exactly as without the bound; the others
+    are left as they are: the same array either way."""
+    from skdp._stats import _dense_norms
+    from skdp.mechanisms.ndis import _quantize_dense
+
+    rng = np.random.default_rng(11)
+    p, lim = 30, float(4**16)
+    src = rng.normal(size=(600, p))
+    nu = _dense_norms(src)
+    rel = np.where(rng.uniform(size=600) < 0.3, 2.0**-8, -(2.0**-30))  # 30% of rows above the limit
+    s = np.sqrt(lim) / nu * (1.0 + rel)
+    B = src * s[:, None]
+    fast = _quantize_dense(B.copy(), None, lim, norms=nu, scale=s, p=p)
+    slow = _quantize_dense(B.copy(), None, lim)
+    np.testing.assert_array_equal(fast, slow)
+    Q = fast.astype(np.int64).astype(object)
+    sq = np.array([sum(v * v for v in row) for row in Q], dtype=object)
+    assert all(sq <= 4**16)
+    before = np.trunc(B).astype(np.int64).astype(object)
+    above = np.array([sum(v * v for v in row) > 4**16 for row in before])
+    assert 100 < above.sum() < 300  # the shrinking loop ran on a part of the chunk
+    np.testing.assert_array_equal(fast[~above], np.trunc(B)[~above])

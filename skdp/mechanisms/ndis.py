@@ -67,11 +67,12 @@ from functools import lru_cache
 
 import numpy as np
 from scipy import linalg
+from scipy.linalg import blas
 from scipy.integrate import IntegrationWarning, quad
 from scipy.special import gammaincc, gammaln, logsumexp, ndtr
 from scipy.stats import chi2, norm
 
-from .._stats import _syrk_into, as_rows, clipped_gram
+from .._stats import as_rows, clipped_gram
 from .._validation import check_generator
 
 __all__ = [
@@ -632,6 +633,12 @@ def _cached_rp_noise_multiplier(epsilon, delta, r):
     return rp_noise_multiplier(epsilon, delta, r)
 
 
+@lru_cache(maxsize=64)
+def _cached_rp_replace_delta(epsilon, L, r):
+    # the same for the reported NDIS part of delta (two 6400-node quadratures, about 2 ms)
+    return rp_replace_delta(epsilon, L, r)
+
+
 # ---------------------------------------------------------------------------
 # The sketch itself (the randomness of M_RP)
 # ---------------------------------------------------------------------------
@@ -1002,19 +1009,88 @@ def _quantize_factor(data_norm, m):
     return math.ldexp(1.0, m) / float(data_norm) * (1.0 - 2.0**-30)
 
 
-def _quantize_dense(B, factor, lim):
+def _quantize_dense(B, factor, lim, *, norms=None, scale=None, p=None):
     """In place: ``B = trunc(B factor)``, then rows with squared norm above ``lim`` shrunk until not.
 
-    ``factor=None``: ``B`` was already multiplied by the factor.
+    ``factor=None``: ``B`` was already multiplied by the factor. With
+    ``norms`` and ``scale`` (the clipping pass's float row norms of the
+    first ``p`` columns' source and the per-row multiplier it applied, see
+    :func:`_rows_proven_within`), rows whose norm that bound proves to be at
+    most ``sqrt(lim)`` skip the exact check (they would pass it): the result
+    is the same array.
     """
     if factor is not None:
         B *= factor
     np.trunc(B, out=B)
+    if norms is not None and np.ndim(scale) == 1:
+        todo = np.flatnonzero(~_rows_proven_within(norms, scale, B[:, p:], lim, p))
+        if todo.size == 0:
+            return B
+    else:
+        todo = np.arange(B.shape[0])
     while True:  # sums of squares of integers below 2^53: exact in any order
-        bad = np.einsum("ij,ij->i", B, B) > lim
-        if not np.any(bad):
+        rows = B.take(todo, axis=0) if todo.size < B.shape[0] else B
+        bad = todo[np.einsum("ij,ij->i", rows, rows) > lim]
+        if bad.size == 0:
             return B
         B[bad] = np.trunc(B[bad] * (1.0 - 2.0**-20))
+        todo = bad  # only the shrunk rows changed
+
+
+def _rows_proven_within(norms, scale, Eq, lim, p):
+    """Rows of a quantised chunk whose squared norm a float bound proves to be at most ``lim``.
+
+    The chunk was made by the clipping pass of :class:`skdp._stats.AugmentedRows`:
+    row ``i``'s first ``p`` entries are ``y_ij = fl(x_ij s_i)`` (``s_i =``
+    ``scale[i]``, the clip factor times the weight times the quantisation
+    factor), ``nu_i = norms[i]`` is the float norm ``fl(sqrt(fl(sum_j
+    fl(x_ij^2))))`` of the source row ``x_i`` (in any summation order) and
+    ``Eq`` holds the row's other columns, already truncated to integers.
+    Then ``q_ij = trunc(y_ij)``. With ``u = 2^-53``:
+
+    * an entry with ``q_ij != 0`` has ``|y_ij| >= 1`` (no underflow), so
+      ``|q_ij| <= |y_ij| <= (1 + u) s_i |x_ij|`` and
+      ``sum_j q_ij^2 <= (1 + u)^2 s_i^2 |x_i|^2``;
+    * for ``2^-300 <= nu_i <= 2^400`` the sum of squares did not overflow
+      (the overflow rescue of :func:`skdp._stats._dense_norms` returns at
+      least ``2^500`` for ``d <= 2^200``) and is at least ``2^-601``, so the
+      underflow of tiny squares (absolute error ``d 2^-1075``) is a
+      relative ``d 2^-474``, and ``|x_i|^2 <= nu_i^2 (1 + d 2^-474) /
+      ((1 - u)^2 (1 - gamma_d))``, ``gamma_d = d u / (1 - d u)`` (Higham
+      2002, Ch. 3; any order, FMA included);
+    * ``C = fl(fl(fl(nu_i s_i)^2) kappa)`` with ``kappa = 1 + (p + 16) 2^-50``
+      (exact; ``p <= 2^30``) is at least ``nu_i^2 s_i^2 kappa (1 - u)^3``
+      up to an absolute ``2^-1000`` from underflow, and
+      ``(1 + u)^2 (1 + p 2^-474) / ((1 - u)^4 (1 - gamma_p)) <= kappa (1 - u)``,
+      so ``sum_j q_ij^2 <= C + 2^-1000``;
+    * the squares ``Eq_ij^2`` of the ``h <= 2^10`` other columns are exact
+      when every ``|Eq_ij| < 2^26``, and the computed ``T = fl(...fl(C +
+      Eq_i1^2) + ...)`` (sums of non-negative terms) is at least ``(C +
+      e_i) (1 - u)^h``, ``e_i = sum_j Eq_ij^2``; a larger entry makes
+      ``T >= 2^52 (1 - u)^h > lim (1 - 2^-40)`` (the proof is only used for
+      ``lim <= 2^52``) and the row is not proven. So
+      ``T <= lim (1 - 2^-40)`` gives
+      ``|q_i|^2 <= lim (1 - 2^-40) / (1 - u)^h + 2^-1000 < lim``.
+
+    Rows outside the range of ``nu_i`` (or not finite) are not proven.
+    The tests compare the result with the exact check on rows at the bound.
+    """
+    nu = np.asarray(norms, dtype=np.float64)
+    s = np.asarray(scale, dtype=np.float64)
+    if p > 2**30 or lim > 2.0**52 or Eq.shape[1] > 2**10:
+        return np.zeros(nu.shape[0], dtype=bool)
+    kappa = 1.0 + (p + 16) * 2.0**-50
+    with np.errstate(all="ignore"):
+        c = nu * s  # |s|: the bound holds for either sign
+        c *= c
+        c *= kappa
+        for j in range(Eq.shape[1]):  # column by column: the columns are strided
+            col = Eq[:, j]
+            c += col * col
+        ok = c <= lim * (1.0 - 2.0**-40)  # False for nan
+        if not (nu.min(initial=1.0) >= 2.0**-300 and nu.max(initial=1.0) <= 2.0**400):
+            ok &= (nu >= 2.0**-300) & (nu <= 2.0**400)
+    return ok
 
 
 def _quantize_sparse(Xpart, E, factor, lim):
@@ -1046,7 +1122,10 @@ def _integer_gram(X, data_norm, m, chunk_size):
 
     Chunks of at most ``2^(52 - 2m)`` rows: every entry of a chunk's Gram matrix is
     an integer below ``2^52``, so the float64 product (BLAS, any order, FMA included)
-    is exact; chunks are added in int64.
+    is exact. Consecutive dense chunks are summed in float64 while they hold at
+    most ``2^(53 - 2m)`` rows (each product ``|q_ia q_ib| <= |q_i|^2 <= 4^m``,
+    so every partial sum, in any order, is an integer of magnitude at most
+    ``2^53``: exact), then added in int64.
     """
     rows = as_rows(X)
     if rows.dask:  # exact int64 partial sums per block on the workers, added there exactly
@@ -1057,11 +1136,13 @@ def _integer_gram(X, data_norm, m, chunk_size):
     factor, lim = _quantize_factor(data_norm, m), float(4**m)
     step = max(1, min(int(chunk_size), 2 ** (52 - 2 * m)))
     G = np.zeros((d, d), dtype=np.int64)
+    Gi = np.empty((d, d), dtype=np.int64)  # exact float64 sums, converted
     Gc = np.zeros((d, d), order="F")
     p = rows.d
+    cap, held = 2 ** (53 - 2 * m), 0  # rows whose products Gc holds (dense)
     for _, Xpart, E in rows.chunks(step, post_scale=None if rows.sparse else factor):
-        Gc[:] = 0.0
         if rows.sparse:
+            Gc[:] = 0.0
             Xpart, E = _quantize_sparse(Xpart, E, factor, lim)
             XtX = (Xpart.T @ Xpart).toarray()
             Gc[:p, :p] = XtX
@@ -1070,9 +1151,19 @@ def _integer_gram(X, data_norm, m, chunk_size):
             G += Gc.astype(np.int64)
         else:
             B = rows.buffer[:Xpart.shape[0]]
-            _quantize_dense(B, None, lim)  # the factor was applied in the clipping pass
-            Gc = _syrk_into(Gc, B)  # upper triangle only (the lower one stays 0)
-            G += Gc.astype(np.int64)
+            # the factor was applied in the clipping pass, whose row norms bound most rows
+            _quantize_dense(B, None, lim, norms=rows.chunk_norms, scale=rows.chunk_scale, p=rows.d)
+            if held and held + B.shape[0] > cap:  # flush: integers of magnitude at most 2^53, exact
+                np.copyto(Gi, Gc, casting="unsafe")
+                G += Gi
+                held = 0
+            if B.shape[0]:  # triu(Gc) (+)= triu(B^T B); beta = 0 after a flush (old values unread)
+                Gc = blas.dsyrk(1.0, B.T, beta=1.0 if held else 0.0, c=Gc, trans=0, lower=0,
+                                overwrite_c=1)
+                held += B.shape[0]
+    if held:
+        np.copyto(Gi, Gc, casting="unsafe")
+        G += Gi
     if not rows.sparse:
         il = np.tril_indices(d, -1)
         G[il] = G.T[il]
@@ -1116,14 +1207,17 @@ def grid_sketch(X, plan, rng, *, chunk_size=10_000):
     The computation (units ``q = l 2^-m``, ``l`` = ``data_norm``)
     --------------------------------------------------------------
     1. *Quantised data* ``Xq = trunc(X 2^m / l)`` (integers; rows with
-       ``|x|^2 > 4^m`` shrunk until not, checked exactly): a row-wise
+       ``|x|^2 > 4^m`` shrunk until not, checked exactly; a row whose
+       float norm from the clipping pass already proves ``|x|^2 <= 4^m``,
+       :func:`_rows_proven_within`, skips the check it would pass): a row-wise
        transformation that keeps ``|x| <= l``, so neighbours stay neighbours
        under the same bound. It is applied one chunk of rows at a time in a
        reused buffer (after the row's clipping and weighting when ``X`` is
        :class:`skdp._stats.AugmentedRows`); no quantised copy of ``X`` exists.
     2. *Exact Gram*: chunks of at most ``2^(52 - 2m)`` rows give integer sums
-       below ``2^52`` (exact in float64 in any order, FMA included), added in
-       int64 (``n 4^m < 2^62``). ``M = G + s2 I`` with
+       below ``2^52`` (exact in float64 in any order, FMA included; dense
+       chunks are summed in float64 up to ``2^(53 - 2m)`` rows, still exact,
+       :func:`_integer_gram`), added in int64 (``n 4^m < 2^62``). ``M = G + s2 I`` with
        ``s2 = ceil(sigma^2 / q^2)`` (so ``sigma_eff >= sigma``), exact;
        ``lambda_min(M) >= s2`` is public.
     3. *Factor*: ``F^ = chol(fl(M))`` in long double (unit roundoff
@@ -1303,7 +1397,7 @@ def private_sketch(X, r, epsilon, delta, data_norm, rng, *, chunk_size=10_000):
         plan = grid_sketch_plan(n, d, r, l, sigma, epsilon, cholesky="decimal")
     if plan is not None and plan["reserve"] <= share * delta:
         S = grid_sketch(X, plan, rng, chunk_size=chunk_size)
-        delta_ndis = rp_replace_delta(epsilon, (l / plan["sigma_eff"]) ** 2, r)
+        delta_ndis = _cached_rp_replace_delta(float(epsilon), (l / plan["sigma_eff"]) ** 2, int(r))
         return S, dict(sigma=plan["sigma_eff"], float_safe=True, delta_ndis=delta_ndis,
                        reserve=plan["reserve"], plan=plan)
     sigma = l * _cached_rp_noise_multiplier(float(epsilon), float(delta), int(r))
