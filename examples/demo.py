@@ -193,7 +193,7 @@ def plot(rows, path):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--out", default=os.environ.get("SKDP_EXAMPLES_OUT", "."))
     args = parser.parse_args(argv)
     rows = []
