@@ -757,3 +757,57 @@ def test_default_intercept_scaling_is_the_minimax_of_the_bound():
         X, y = _data(n=200)
         clf = cls(data_norm=1.0, classes=[0, 1], random_state=0).fit(X, y)
         np.testing.assert_allclose(clf.privacy_info_["lipschitz"], np.hypot(1.0, S_DEFAULT))
+
+
+# ----------------------------------------------------------------------
+# DP-GD: the per-step sum as computed (module docstring of _erm, _step_sum_rounding)
+# ----------------------------------------------------------------------
+@pytest.mark.parametrize("sparse_input", [False, True])
+def test_dp_gd_step_sum_rounding_against_exact_arithmetic(sparse_input):
+    from fractions import Fraction
+
+    import scipy.sparse as sps
+
+    from skdp.linear_model._erm import _step_sum_rounding
+    from skdp.linear_model._rows import RowOperator, row_norms_any
+
+    rng = np.random.default_rng(7)
+    n, d, K, B, s, clip = 3000, 4, 2, 1.0, 0.5, 0.8
+    X = rng.normal(size=(n, d)) * rng.uniform(0.1, 3.0, size=(n, 1))
+    if sparse_input:
+        X = sps.csr_matrix(X * (rng.uniform(size=X.shape) < 0.7))
+    norms = row_norms_any(X)
+    a = np.minimum(1.0, B / np.maximum(norms, 1e-300))
+    U = RowOperator(X, a, s)
+    unorm = U.row_norms()
+    W = rng.normal(size=(K, d + 1))
+    Y = np.where(rng.uniform(size=(n, K)) < 0.5, 1.0, -1.0)
+    loss = LogisticLoss()
+    seen = {}
+
+    def clipped(Z, Yc, i, j):  # as in _gradient_perturbation
+        A = loss.deriv(Z)
+        A *= Yc
+        nr = np.sqrt(np.einsum("ik,ik->i", A, A)) * unorm[i:j]
+        A *= np.minimum(1.0, clip / np.maximum(nr, 1e-300))[:, None]
+        seen[i] = A.copy()
+        return 0.0, A
+
+    _, S = U.fused(W, Y, clipped)
+    A = np.vstack([seen[i] for i in sorted(seen)])
+    Xd = X.toarray() if sparse_input else X
+    clip_c, err = _step_sum_rounding(K, d + 1, n, clip, sparse_input)
+    exact = [[Fraction(0)] * (d + 1) for _ in range(K)]
+    worst = Fraction(0)
+    for i in range(n):
+        coef = [Fraction(float(A[i, k] * a[i])) for k in range(K)]  # the pass's A_ik a_i
+        g = [[coef[k] * Fraction(float(Xd[i, j])) for j in range(d)] + [Fraction(s) * Fraction(float(A[i, k]))]
+             for k in range(K)]
+        worst = max(worst, sum(v * v for row in g for v in row))
+        for k in range(K):
+            for j in range(d + 1):
+                exact[k][j] += g[k][j]
+    assert worst <= Fraction(clip_c) ** 2  # computed per-example gradients within clip'
+    assert worst > Fraction(clip) ** 2 * (1 - Fraction(1, 10**9))  # and clipping binds
+    e2 = sum((Fraction(float(S[k, j])) - exact[k][j]) ** 2 for k in range(K) for j in range(d + 1))
+    assert float(e2) ** 0.5 <= err
