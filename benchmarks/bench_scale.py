@@ -168,11 +168,36 @@ def _xtx(X, dtype):
     return G
 
 
+def _available_bytes():
+    """``MemAvailable`` of ``/proc/meminfo`` (0 where unknown)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _sklearn_fits(X):
+    """scikit-learn's ``LogisticRegression`` as the classifiers' floor on this input?
+
+    Always for in-memory inputs; for the memmap only when twice its bytes are
+    available (scikit-learn reads it whole; float32 stays float32 in lbfgs).
+    """
+    import numpy as np
+
+    if not isinstance(X, np.memmap):
+        return True
+    return _available_bytes() > 2 * X.nbytes
+
+
 def _floor(name, X, y_cls):
     """(seconds, label, seconds of the float32 product or None) of the floor for ``name``."""
     import numpy as np
 
-    if name.startswith("LR") and not isinstance(X, np.memmap):
+    if name.startswith("LR") and _sklearn_fits(X):
         from sklearn.linear_model import LogisticRegression
 
         t0 = time.perf_counter()
@@ -198,7 +223,8 @@ def child(spec):
 
     kind, n, d, extra, name = spec["kind"], spec["n"], spec["d"], spec["extra"], spec["estimator"]
     warnings.simplefilter("ignore")
-    out = dict(fit_s=None, floor_s=None, floor="", xtx32_s=None, mem_x_input=None, status="ok")
+    out = dict(fit_s=None, floor_s=None, floor="", xtx32_s=None, mem_x_input=None, status="ok",
+               warnings=[])
     with threadpool_limits(1):
         if kind == "dask":
             return _child_dask(spec, out)
@@ -210,21 +236,48 @@ def child(spec):
         warm, _ = _estimator(name)  # one-time costs (imports, calibration caches) off the clock
         m = min(2000, n)
         warm.fit(X[:m], y[:m]) if y is not None else warm.fit(X[:m])
-        _timed_fit(est, X, y, nbytes, out)
+        _timed_fit(est, X, y, nbytes, out, spec.get("one_fit", False))
     return out
 
 
-def _timed_fit(est, X, y, nbytes, out):
-    """Fit once under tracemalloc; fill ``fit_s``, ``mem_x_input`` and ``status`` of ``out``."""
-    import tracemalloc
+def _timed_fit(est, X, y, nbytes, out, one_fit=False):
+    """Fill ``fit_s``, ``mem_x_input``, ``status`` and ``warnings`` of ``out``.
 
+    The fit is timed without tracing (``tracemalloc`` slows every allocation,
+    scikit-learn's floor is timed untraced too); a second fit of a clone under
+    ``tracemalloc`` gives the peak. ``one_fit``: a single traced fit gives both
+    (for the runs of many minutes; its time is then an upper bound).
+    """
+    import tracemalloc
+    import warnings
+
+    from sklearn.base import clone
+
+    def run(e):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                e.fit(X, y) if y is not None else e.fit(X)
+            except Exception as exc:  # reported in the table
+                out["status"] = type(exc).__name__ + ": " + str(exc)[:60]
+        for w in caught:
+            msg = f"{w.category.__name__}: {str(w.message)[:90]}"
+            if msg not in out["warnings"]:
+                out["warnings"].append(msg)
+
+    out.setdefault("warnings", [])
+    mem_est = est if one_fit else clone(est)
+    if not one_fit:
+        t0 = time.perf_counter()
+        run(est)
+        out["fit_s"] = time.perf_counter() - t0
+        if out["status"] != "ok":
+            return
     tracemalloc.start()
     t0 = time.perf_counter()
-    try:
-        est.fit(X, y) if y is not None else est.fit(X)
-    except Exception as e:  # reported in the table
-        out["status"] = type(e).__name__ + ": " + str(e)[:60]
-    out["fit_s"] = time.perf_counter() - t0
+    run(mem_est)
+    if one_fit:
+        out["fit_s"] = time.perf_counter() - t0
     out["mem_x_input"] = tracemalloc.get_traced_memory()[1] / nbytes
     tracemalloc.stop()
 
@@ -248,7 +301,7 @@ def _child_dask(spec, out):
         (X.T @ X).compute()
         out["floor_s"], out["floor"] = time.perf_counter() - t0, "dask xtx"
         est, target = _estimator(name)
-        _timed_fit(est, X, y if target == "reg" else None, nbytes, out)
+        _timed_fit(est, X, y if target == "reg" else None, nbytes, out, spec.get("one_fit", False))
     return out
 
 
@@ -283,6 +336,8 @@ def main(argv=None):
     p.add_argument("--only", nargs="*", default=None, help="input kinds: dense64 dense32 memmap32 csr dask")
     p.add_argument("--estimators", nargs="*", default=None)
     p.add_argument("--timeout", type=float, default=1800.0)
+    p.add_argument("--one-fit", action="store_true",
+                   help="one traced fit gives time and memory (halves long runs; time is an upper bound)")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child is not None:
@@ -294,7 +349,7 @@ def main(argv=None):
         have_dask = True
     except ImportError:
         have_dask = False
-    rows = []
+    rows, notes = [], []
     shared = tempfile.TemporaryDirectory()
     print("| input | estimator | fit_s | floor | x_floor | x_xtx32 | mem_x_input | status |")
     print("|---|---|---|---|---|---|---|---|")
@@ -310,7 +365,7 @@ def main(argv=None):
         for name in names:
             if args.estimators and name not in args.estimators:
                 continue
-            spec = dict(kind=kind, n=n, d=d, extra=extra, estimator=name)
+            spec = dict(kind=kind, n=n, d=d, extra=extra, estimator=name, one_fit=args.one_fit)
             r = run_child(spec, args.timeout)
             ok = r["status"] == "ok" and r["fit_s"]
             x = r["fit_s"] / r["floor_s"] if ok and r["floor_s"] else None
@@ -323,7 +378,10 @@ def main(argv=None):
             print(f"| {label} | {name} | {row['fit_s']} | {row['floor']} {row['floor_s']} | "
                   f"{row['x_floor']} | {row['x_xtx32']} | {row['mem_x_input']} | {row['status']} |",
                   flush=True)
+            notes += [f"{label} / {name}: {w}" for w in r.get("warnings", [])]
     shared.cleanup()
+    for note in notes:  # warnings raised during the fits (e.g. a fallback), not in the CSV
+        print(f"warning: {note}")
     path = _common.write_csv("scale.csv", ["input", "estimator", "n", "d", "fit_s", "floor_s", "floor",
                                            "x_floor", "x_xtx32", "mem_x_input", "status"], rows)
     print(f"wrote {path}")
