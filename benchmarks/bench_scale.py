@@ -2,15 +2,19 @@
 
 For each input kind and estimator route, a fresh Python process (1 BLAS
 thread through ``threadpoolctl``) builds the input, times the physical floor
-in the same process, then fits once under ``tracemalloc``:
+in the same process, then times one fit and measures the peak memory of a
+second fit under ``tracemalloc`` (``--one-fit``: one traced fit gives both,
+for runs of many minutes; its time is then an upper bound, as tracing slows
+every allocation):
 
 * ``x_floor``: fit time divided by the floor's time. The floor is one
   ``X.T @ X`` computed in float64 (float32 and memmapped rows converted
   slice by slice; for sparse input the sparse product ``X.T @ X``) for
   PrivatePCA, PrivateOLS and PrivateRandomProjection, and
-  scikit-learn's ``LogisticRegression(solver="lbfgs")`` on the same data for
-  the classifiers (dense and sparse inputs only; on the memmap the classifiers'
-  floor is one ``X.T @ X`` too, marked ``xtx``).
+  scikit-learn's ``LogisticRegression(solver="lbfgs")`` (default settings,
+  float32 input kept float32) on the same data for the classifiers; on the
+  memmap only when twice the file fits in the available memory (scikit-learn
+  reads it whole), else one ``X.T @ X``, marked ``xtx``.
 * ``x_xtx32`` (float32 inputs): fit time divided by one ``X.T @ X`` in
   float32 (``sgemm``, half the work). The estimators accumulate in float64
   on purpose: the statistic's rounding error must stay far below its
@@ -23,7 +27,9 @@ in the same process, then fits once under ``tracemalloc``:
   of the file for the memmap). Inputs are built before tracing starts. For
   the dask rows the input lives on the workers and the figure is the client's
   peak divided by the array's bytes (target: independent of n).
-* ``status``: ``ok``, the exception's class name, or ``timeout``.
+* ``status``: ``ok``, the exception's class name, or ``timeout``. Warnings
+  raised during a fit (e.g. the OLS sketch's floating-point fallback above
+  ``d = 256``) are printed under the table.
 
 Targets of issue 14: PCA / OLS / RP fit <= 1.3 x_floor and extra memory <=
 0.1x input (+ O(d^2)); ERM output/objective <= 1.0x scikit-learn
@@ -40,11 +46,49 @@ cache), CSR 1M x 10 000 at 0.1% density, and a dask array 2M x 50 on a
 not installed: ``pip install 'skdp[dask]'``). Rows have norm at most 1 and
 ``data_norm=1``, ``label_bound=1`` and ``classes`` are given (public bounds).
 
+Measured (2 shared cores, one BLAS thread; single timings swing by about 30%):
+
+=============================  ======  =========  ==========  ==========  ==========
+input                          PCA     OLS ssp    OLS adassp  OLS sketch  RP
+=============================  ======  =========  ==========  ==========  ==========
+memmap 10M x 100 f32 (x_floor) 1.23    0.62       0.93        0.96        0.80
+CSR 1M x 10 000 0.1% (s)       364     232        614         649         (below)
+CSR ... mem / nnz bytes        46      39         45          39          (below)
+=============================  ======  =========  ==========  ==========  ==========
+
+(memmap: extra memory 0.001-0.002 of the file. CSR, ``--one-fit``: the
+sparse ``X.T @ X`` takes 9 s; the time is the ``O(d^3)`` algebra on the
+dense 10 000 x 10 000 result and the memory a few such matrices, 800 MB =
+6.3x the nnz bytes each; the OLS sketch and RP fall back to a floating-point
+sketch above ``d = 256``, with a warning. RP on this CSR input: not finished within the session (over 14 minutes, see the report))
+
+==========================  ==========  ==========  ==============  ==========
+classifier, x sklearn       output      objective   gradient        mem/input
+==========================  ==========  ==========  ==============  ==========
+dense 1M x 100 f64          0.42        0.57        4.39            0.04
+dense 1M x 100 f32          0.67        0.86        6.49            0.08
+memmap 10M x 100 f32        0.64        0.91        14.35 (249 s)   0.08
+CSR 1M x 10 000 0.1%        0.75        1.06        1.39            1.4-1.7
+==========================  ==========  ==========  ==============  ==========
+
+(CSR: memory as a multiple of the nnz bytes; 1.0x of it is the one
+canonical copy of ``X`` made because this input's indices are unsorted
+(scipy's product output): with ``X.sum_duplicates()`` first the output
+route's peak is 0.69x. ``p = 10 001``: the classifiers take the L-BFGS /
+conjugate-gradient path of the solver.)
+
+Before the subset-preconditioned solver (same script, untraced timing):
+output 0.97 / objective 0.94 (dense f64), 1.11 / 1.20 (dense f32). The
+gradient route's public step rule grows like ``n^0.4`` (284 steps at 10M).
+
 Writes ``benchmarks/results/scale.csv`` with columns ``input, estimator,
 n, d, fit_s, floor_s, floor, x_floor, x_xtx32, mem_x_input, status``.
 
 Run: ``python3 benchmarks/bench_scale.py [--quick] [--only KIND ...]
-[--estimators NAME ...] [--timeout S]``.
+[--estimators NAME ...] [--timeout S] [--one-fit]``. The full sizes of the memmap
+(a 4 GB file) and of the CSR input (``d = 10 000``: the d x d eigendecompositions
+take minutes) run only when named with ``--only memmap32`` / ``--only csr`` or in
+a full run; ``--quick`` shrinks them.
 """
 
 import argparse
