@@ -2,15 +2,19 @@
 
 For each input kind and estimator route, a fresh Python process (1 BLAS
 thread through ``threadpoolctl``) builds the input, times the physical floor
-in the same process, then fits once under ``tracemalloc``:
+in the same process, then times one fit and measures the peak memory of a
+second fit under ``tracemalloc`` (``--one-fit``: one traced fit gives both,
+for runs of many minutes; its time is then an upper bound, as tracing slows
+every allocation):
 
 * ``x_floor``: fit time divided by the floor's time. The floor is one
   ``X.T @ X`` computed in float64 (float32 and memmapped rows converted
   slice by slice; for sparse input the sparse product ``X.T @ X``) for
   PrivatePCA, PrivateOLS and PrivateRandomProjection, and
-  scikit-learn's ``LogisticRegression(solver="lbfgs")`` on the same data for
-  the classifiers (dense and sparse inputs only; on the memmap the classifiers'
-  floor is one ``X.T @ X`` too, marked ``xtx``).
+  scikit-learn's ``LogisticRegression(solver="lbfgs")`` (default settings,
+  float32 input kept float32) on the same data for the classifiers; on the
+  memmap only when twice the file fits in the available memory (scikit-learn
+  reads it whole), else one ``X.T @ X``, marked ``xtx``.
 * ``x_xtx32`` (float32 inputs): fit time divided by one ``X.T @ X`` in
   float32 (``sgemm``, half the work). The estimators accumulate in float64
   on purpose: the statistic's rounding error must stay far below its
@@ -23,7 +27,9 @@ in the same process, then fits once under ``tracemalloc``:
   of the file for the memmap). Inputs are built before tracing starts. For
   the dask rows the input lives on the workers and the figure is the client's
   peak divided by the array's bytes (target: independent of n).
-* ``status``: ``ok``, the exception's class name, or ``timeout``.
+* ``status``: ``ok``, the exception's class name, or ``timeout``. Warnings
+  raised during a fit (e.g. the OLS sketch's floating-point fallback above
+  ``d = 256``) are printed under the table.
 
 Targets of issue 14: PCA / OLS / RP fit <= 1.3 x_floor and extra memory <=
 0.1x input (+ O(d^2)); ERM output/objective <= 1.0x scikit-learn
@@ -40,11 +46,53 @@ cache), CSR 1M x 10 000 at 0.1% density, and a dask array 2M x 50 on a
 not installed: ``pip install 'skdp[dask]'``). Rows have norm at most 1 and
 ``data_norm=1``, ``label_bound=1`` and ``classes`` are given (public bounds).
 
+Measured (2 shared cores, one BLAS thread; single timings swing by about 30%):
+
+=============================  ======  =========  ==========  ==========  ==========
+input                          PCA     OLS ssp    OLS adassp  OLS sketch  RP
+=============================  ======  =========  ==========  ==========  ==========
+memmap 10M x 100 f32 (x_floor) 1.23    0.62       0.93        0.96        0.80
+CSR 1M x 10 000 0.1% (s)       364     232        614         649         timeout
+CSR ... mem / nnz bytes        46      39         45          39          --
+=============================  ======  =========  ==========  ==========  ==========
+
+(memmap: extra memory 0.001-0.002 of the file. CSR, ``--one-fit``: the
+sparse ``X.T @ X`` takes 9 s; the time is the ``O(d^3)`` algebra on the
+dense 10 000 x 10 000 result and the memory a few such matrices, 800 MB =
+6.3x the nnz bytes each; the OLS sketch and RP fall back to a floating-point
+sketch above ``d = 256``, with a warning. RP on this CSR input: no result,
+the child hit the 1400 s timeout with the fit still running after over 22
+minutes (sketch of ``r = max(300, d) = 10 000`` rows: a 10 000 x 10 000
+factor, sketch and decomposition, ``O(d^3)`` several times); cut, not
+failed.)
+
+==========================  ==========  ==========  ==============  ==========
+classifier, x sklearn       output      objective   gradient        mem/input
+==========================  ==========  ==========  ==============  ==========
+dense 1M x 100 f64          0.42        0.57        4.39            0.04
+dense 1M x 100 f32          0.67        0.86        6.49            0.08
+memmap 10M x 100 f32        0.64        0.91        14.35 (249 s)   0.08
+CSR 1M x 10 000 0.1%        0.75        1.06        1.39            1.4-1.7
+==========================  ==========  ==========  ==============  ==========
+
+(CSR: memory as a multiple of the nnz bytes; 1.0x of it is the one
+canonical copy of ``X`` made because this input's indices are unsorted
+(scipy's product output): with ``X.sum_duplicates()`` first the output
+route's peak is 0.69x. ``p = 10 001``: the classifiers take the L-BFGS /
+conjugate-gradient path of the solver.)
+
+Before the subset-preconditioned solver (same script, untraced timing):
+output 0.97 / objective 0.94 (dense f64), 1.11 / 1.20 (dense f32). The
+gradient route's public step rule grows like ``n^0.4`` (284 steps at 10M).
+
 Writes ``benchmarks/results/scale.csv`` with columns ``input, estimator,
 n, d, fit_s, floor_s, floor, x_floor, x_xtx32, mem_x_input, status``.
 
 Run: ``python3 benchmarks/bench_scale.py [--quick] [--only KIND ...]
-[--estimators NAME ...] [--timeout S]``.
+[--estimators NAME ...] [--timeout S] [--one-fit]``. The full sizes of the memmap
+(a 4 GB file) and of the CSR input (``d = 10 000``: the d x d eigendecompositions
+take minutes) run only when named with ``--only memmap32`` / ``--only csr`` or in
+a full run; ``--quick`` shrinks them.
 """
 
 import argparse
@@ -168,11 +216,36 @@ def _xtx(X, dtype):
     return G
 
 
+def _available_bytes():
+    """``MemAvailable`` of ``/proc/meminfo`` (0 where unknown)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _sklearn_fits(X):
+    """scikit-learn's ``LogisticRegression`` as the classifiers' floor on this input?
+
+    Always for in-memory inputs; for the memmap only when twice its bytes are
+    available (scikit-learn reads it whole; float32 stays float32 in lbfgs).
+    """
+    import numpy as np
+
+    if not isinstance(X, np.memmap):
+        return True
+    return _available_bytes() > 2 * X.nbytes
+
+
 def _floor(name, X, y_cls):
     """(seconds, label, seconds of the float32 product or None) of the floor for ``name``."""
     import numpy as np
 
-    if name.startswith("LR") and not isinstance(X, np.memmap):
+    if name.startswith("LR") and _sklearn_fits(X):
         from sklearn.linear_model import LogisticRegression
 
         t0 = time.perf_counter()
@@ -198,7 +271,8 @@ def child(spec):
 
     kind, n, d, extra, name = spec["kind"], spec["n"], spec["d"], spec["extra"], spec["estimator"]
     warnings.simplefilter("ignore")
-    out = dict(fit_s=None, floor_s=None, floor="", xtx32_s=None, mem_x_input=None, status="ok")
+    out = dict(fit_s=None, floor_s=None, floor="", xtx32_s=None, mem_x_input=None, status="ok",
+               warnings=[])
     with threadpool_limits(1):
         if kind == "dask":
             return _child_dask(spec, out)
@@ -210,21 +284,48 @@ def child(spec):
         warm, _ = _estimator(name)  # one-time costs (imports, calibration caches) off the clock
         m = min(2000, n)
         warm.fit(X[:m], y[:m]) if y is not None else warm.fit(X[:m])
-        _timed_fit(est, X, y, nbytes, out)
+        _timed_fit(est, X, y, nbytes, out, spec.get("one_fit", False))
     return out
 
 
-def _timed_fit(est, X, y, nbytes, out):
-    """Fit once under tracemalloc; fill ``fit_s``, ``mem_x_input`` and ``status`` of ``out``."""
-    import tracemalloc
+def _timed_fit(est, X, y, nbytes, out, one_fit=False):
+    """Fill ``fit_s``, ``mem_x_input``, ``status`` and ``warnings`` of ``out``.
 
+    The fit is timed without tracing (``tracemalloc`` slows every allocation,
+    scikit-learn's floor is timed untraced too); a second fit of a clone under
+    ``tracemalloc`` gives the peak. ``one_fit``: a single traced fit gives both
+    (for the runs of many minutes; its time is then an upper bound).
+    """
+    import tracemalloc
+    import warnings
+
+    from sklearn.base import clone
+
+    def run(e):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                e.fit(X, y) if y is not None else e.fit(X)
+            except Exception as exc:  # reported in the table
+                out["status"] = type(exc).__name__ + ": " + str(exc)[:60]
+        for w in caught:
+            msg = f"{w.category.__name__}: {str(w.message)[:90]}"
+            if msg not in out["warnings"]:
+                out["warnings"].append(msg)
+
+    out.setdefault("warnings", [])
+    mem_est = est if one_fit else clone(est)
+    if not one_fit:
+        t0 = time.perf_counter()
+        run(est)
+        out["fit_s"] = time.perf_counter() - t0
+        if out["status"] != "ok":
+            return
     tracemalloc.start()
     t0 = time.perf_counter()
-    try:
-        est.fit(X, y) if y is not None else est.fit(X)
-    except Exception as e:  # reported in the table
-        out["status"] = type(e).__name__ + ": " + str(e)[:60]
-    out["fit_s"] = time.perf_counter() - t0
+    run(mem_est)
+    if one_fit:
+        out["fit_s"] = time.perf_counter() - t0
     out["mem_x_input"] = tracemalloc.get_traced_memory()[1] / nbytes
     tracemalloc.stop()
 
@@ -248,7 +349,7 @@ def _child_dask(spec, out):
         (X.T @ X).compute()
         out["floor_s"], out["floor"] = time.perf_counter() - t0, "dask xtx"
         est, target = _estimator(name)
-        _timed_fit(est, X, y if target == "reg" else None, nbytes, out)
+        _timed_fit(est, X, y if target == "reg" else None, nbytes, out, spec.get("one_fit", False))
     return out
 
 
@@ -283,6 +384,8 @@ def main(argv=None):
     p.add_argument("--only", nargs="*", default=None, help="input kinds: dense64 dense32 memmap32 csr dask")
     p.add_argument("--estimators", nargs="*", default=None)
     p.add_argument("--timeout", type=float, default=1800.0)
+    p.add_argument("--one-fit", action="store_true",
+                   help="one traced fit gives time and memory (halves long runs; time is an upper bound)")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child is not None:
@@ -294,7 +397,7 @@ def main(argv=None):
         have_dask = True
     except ImportError:
         have_dask = False
-    rows = []
+    rows, notes = [], []
     shared = tempfile.TemporaryDirectory()
     print("| input | estimator | fit_s | floor | x_floor | x_xtx32 | mem_x_input | status |")
     print("|---|---|---|---|---|---|---|---|")
@@ -310,7 +413,7 @@ def main(argv=None):
         for name in names:
             if args.estimators and name not in args.estimators:
                 continue
-            spec = dict(kind=kind, n=n, d=d, extra=extra, estimator=name)
+            spec = dict(kind=kind, n=n, d=d, extra=extra, estimator=name, one_fit=args.one_fit)
             r = run_child(spec, args.timeout)
             ok = r["status"] == "ok" and r["fit_s"]
             x = r["fit_s"] / r["floor_s"] if ok and r["floor_s"] else None
@@ -323,7 +426,10 @@ def main(argv=None):
             print(f"| {label} | {name} | {row['fit_s']} | {row['floor']} {row['floor_s']} | "
                   f"{row['x_floor']} | {row['x_xtx32']} | {row['mem_x_input']} | {row['status']} |",
                   flush=True)
+            notes += [f"{label} / {name}: {w}" for w in r.get("warnings", [])]
     shared.cleanup()
+    for note in notes:  # warnings raised during the fits (e.g. a fallback), not in the CSV
+        print(f"warning: {note}")
     path = _common.write_csv("scale.csv", ["input", "estimator", "n", "d", "fit_s", "floor_s", "floor",
                                            "x_floor", "x_xtx32", "mem_x_input", "status"], rows)
     print(f"wrote {path}")

@@ -18,6 +18,7 @@ from skdp.linear_model._solver import (
     _Best,
     _newton,
     _obj_grad,
+    _subsampled_newton,
     accelerated_iteration_cap,
     minimize,
 )
@@ -155,6 +156,7 @@ def test_damped_newton_stage_alone_converges_from_zero():
 
 
 def test_non_finite_fast_path_falls_back(monkeypatch):
+    # the L-BFGS fast path (Huber hinge) returning garbage: stages 2-3 still meet gamma
     import skdp.linear_model._solver as solver
 
     class Broken:
@@ -162,8 +164,68 @@ def test_non_finite_fast_path_falls_back(monkeypatch):
 
     monkeypatch.setattr(solver.optimize, "minimize", lambda *a, **k: Broken())
     U, Y, R = _problem(100, 2, 1, seed=1)
-    loss, lam = LogisticLoss(), 1.0 / (100 * 1.0)
+    loss, lam = HuberLoss(0.1), 1.0 / (100 * 1.0)
     gamma = 1e-6 * R / 100
     W = minimize(U, Y, loss, lam, np.zeros((1, 3)), gamma, 1000, R)
     assert np.all(np.isfinite(W))
     assert np.linalg.norm(_grad(W, U, Y, loss, lam, np.zeros((1, 3)))) <= gamma * (1 + 1e-6)
+
+
+def _large_logistic(n, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = X @ np.array([2.0, -1.0, 0.5]) + 0.5 * rng.normal(size=n) > 0
+    U = np.hstack([X, np.ones((n, 1))])
+    return U, np.where(y, 1.0, -1.0)[:, None], math.sqrt(2.0)
+
+
+def test_subset_preconditioned_stage_alone_meets_gamma(monkeypatch):
+    # n = 50 000 > 2 * 20 000: the logistic fast path's Hessians use a strided row subset
+    import skdp.linear_model._solver as solver
+
+    n = 50_000
+    U, Y, R = _large_logistic(n, seed=4)
+    loss, lam = LogisticLoss(), 1e-4
+    gamma = 1e-6 * R / n
+    B = np.random.default_rng(5).normal(size=(1, 4)) * 1e-3
+    seen = []
+    real = solver._hessian_factors
+
+    def spy(*args, **kwargs):  # rows whose curvature enters each Hessian
+        rows = args[-1] if len(args) > 7 else kwargs.get("rows")
+        m = args[1].shape[0]
+        seen.append(m if rows is None else len(range(m)[rows]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(solver, "_hessian_factors", spy)
+    x0 = np.zeros(4)
+    best = _Best(x0, *_obj_grad(x0, U, Y, loss, lam, B))
+    _subsampled_newton(best, U, Y, loss, lam, B, gamma, 1000)
+    # every 2nd row (n // 20 000 = 2): 25 000 rows, also in the warm start on the subset alone
+    assert seen and all(m == 25_000 for m in seen)
+    assert best.gnorm <= gamma
+    assert np.linalg.norm(_grad(best.w.reshape(1, 4), U, Y, loss, lam, B)) <= gamma * (1 + 1e-6)
+
+
+def test_broken_subset_curvature_falls_back(monkeypatch):
+    # the subset Hessians giving NaN directions: stage 1 gives up, stages 2-3 meet gamma
+    import skdp.linear_model._solver as solver
+
+    n = 50_000
+    U, Y, R = _large_logistic(n, seed=6)
+    loss, lam = LogisticLoss(), 1e-4
+    gamma = 1e-6 * R / n
+    real = solver._hessian_factors
+
+    def broken(*args, **kwargs):
+        rows = args[-1] if len(args) > 7 else kwargs.get("rows")
+        if rows is not None:
+            return [(np.full((4, 4), np.nan), False)]
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(solver, "_hessian_factors", broken)
+    B = np.zeros((1, 4))
+    W = minimize(U, Y, loss, lam, B, gamma, 1000, R)
+    assert np.all(np.isfinite(W))
+    assert np.linalg.norm(_grad(W, U, Y, loss, lam, B)) <= gamma * (1 + 1e-6)
