@@ -50,7 +50,7 @@ the smoothness of one term in ``w`` is ``beta = c R^2``.
 Solver accuracy (all deterministic routes)
 ------------------------------------------
 Sensitivity bounds below hold for the *exact* minimiser. The solver
-(:func:`skdp.linear_model._solver.minimize`: L-BFGS and Newton, then a
+(:func:`skdp.linear_model._solver.minimize`: a fast first stage, then a
 globally convergent damped Newton, then Nesterov's accelerated gradient with
 a public iteration cap) always returns a point whose gradient norm is at most
 the public tolerance ``gamma = tol * R / n``: it has no failure exit, so
@@ -687,7 +687,7 @@ def auto_regularization(perturbation, curvature, n, K, p, R, eps, delta, mechani
     return float(best[1])
 
 
-_SOLVER_MAX_ITER = 1000  # max_iter="auto" for output/objective: L-BFGS iterations (fast path)
+_SOLVER_MAX_ITER = 1000  # max_iter="auto" for output/objective: iterations of the fast path
 _STEPS_MIN, _STEPS_MAX = 20, 1000  # range of the gradient route's public step rule
 
 
@@ -1089,7 +1089,7 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
         raise NotImplementedError
 
     def _solver_iter(self):
-        """L-BFGS iterations of the output/objective solver's fast path."""
+        """Iterations of the output/objective solver's fast path (skdp.linear_model._solver)."""
         return _SOLVER_MAX_ITER if self.max_iter == "auto" else int(self.max_iter)
 
     def _n_steps(self, n, K, p, eps, delta):

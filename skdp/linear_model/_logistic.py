@@ -79,9 +79,12 @@ class PrivateLogisticRegression(_BasePrivateLinearClassifier):
         "Choosing intercept_scaling"); raise it towards 1 for very imbalanced
         classes (large intercepts), lower it for balanced ones.
     max_iter : int or "auto", default="auto"
-        Solver iterations of the L-BFGS fast path (output/objective; ``"auto"``:
-        1000) or noisy gradient steps (gradient; ``"auto"``: a public rule of
-        ``n``, the shape, the loss and the budget, between 20 and 1000, derived
+        Iterations of the solver's fast path (output/objective; ``"auto"``:
+        1000): quasi-Newton steps preconditioned by a public row subset's
+        Hessian for the logistic loss with at most 400 (dense) or 2000
+        (sparse) columns, L-BFGS iterations otherwise), or noisy gradient
+        steps (gradient; ``"auto"``: a public rule of ``n``, the shape, the
+        loss and the budget, between 20 and 1000, derived
         in :mod:`skdp.linear_model._erm`, "Number of steps"; the value used is
         ``privacy_info_["n_steps"]``).
     tol : float, default=1e-6
