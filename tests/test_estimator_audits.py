@@ -63,6 +63,7 @@ import warnings
 import numpy as np
 import pytest
 
+import skdp.linear_model._erm as _erm
 import skdp.mechanisms.ndis as _ndis
 from skdp import (
     PrivacyLeakWarning,
@@ -104,6 +105,13 @@ def under_noised(factor):
     def scaled_continuous(self, spec, rng):
         return sample_continuous(self, spec, rng) * factor
 
+    # AMP's objective noise b (an exact discrete Gaussian on a fine grid, skdp.linear_model._erm)
+    draw_b = _erm._draw_objective_noise
+
+    def scaled_b(sigma, grid, shape, rng):
+        return draw_b(sigma, grid, shape, rng) * factor
+
+    _erm._draw_objective_noise = scaled_b
     NoiseSpec.sample = scaled
     NoiseSpec.privatize = scaled_release
     _IIDGaussian.release_with = scaled_release_with
@@ -118,6 +126,7 @@ def under_noised(factor):
         _IIDGaussian.release_with = release_with
         _IIDGaussian.sample_continuous = sample_continuous
         _ndis._cached_rp_noise_multiplier = m_rp
+        _erm._draw_objective_noise = draw_b
 
 
 # --- neighbouring pairs -----------------------------------------------------------

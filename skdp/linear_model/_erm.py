@@ -752,6 +752,14 @@ def _objective_noise_grid(sigma, gamma, k):
     return g
 
 
+def _draw_objective_noise(sigma, grid, shape, rng):
+    """AMP's ``b = grid * Y``, ``Y ~ N_Z(0, (sigma / grid)^2)`` exactly (integer times a power
+    of two: an exact product)."""
+    from ..mechanisms._discrete import sample_discrete_gaussian
+
+    return sample_discrete_gaussian(sigma / grid, shape, rng) * grid
+
+
 def _output_spec(K, p, R, n, lam, gamma, eps, delta, mechanism):
     """The output route's release: ``Delta_out = 2 sqrt(K) R / (n lambda) + 2 gamma / lambda``."""
     sens = 2.0 * np.sqrt(K) * R / (n * lam) + 2.0 * gamma / lam
@@ -829,9 +837,7 @@ def _objective_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma,
         sigma1 = None
     b_shift = 0.0
     if sigma1 is not None:  # AMP: exact discrete Gaussian on the grid b_grid
-        from ..mechanisms._discrete import sample_discrete_gaussian
-
-        b = sample_discrete_gaussian(sigma1 / b_grid, (K, p), rng) * b_grid  # exact products
+        b = _draw_objective_noise(sigma1, b_grid, (K, p), rng)
         b_shift = b_grid * np.sqrt(K * p) / 2.0
     else:
         b = _density_noise(spec1, rng)
