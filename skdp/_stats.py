@@ -378,12 +378,13 @@ def materialize(rows):
     return out
 
 
-def _syrk_into(G, B):
-    """``triu(G) += triu(B^T B)`` with one BLAS ``dsyrk`` (``B`` C-contiguous float64)."""
+def _syrk_into(G, B, beta=1.0):
+    """``triu(G) = beta triu(G) + triu(B^T B)`` with one BLAS ``dsyrk`` (``B`` C-contiguous
+    float64, ``G`` Fortran-ordered; ``beta = 0``: ``G``'s old upper triangle is not read)."""
     if B.shape[0] == 0:
         return G
     # B^T is Fortran-contiguous: dsyrk(trans=0) computes B^T (B^T)^T = B^T B without a copy
-    return blas.dsyrk(1.0, B.T, beta=1.0, c=G, trans=0, lower=0, overwrite_c=1)
+    return blas.dsyrk(1.0, B.T, beta=beta, c=G, trans=0, lower=0, overwrite_c=1)
 
 
 class _ChunkSum:
@@ -404,8 +405,7 @@ class _ChunkSum:
 
     def add(self, B):
         if B.shape[0]:
-            self.scratch = blas.dsyrk(1.0, B.T, beta=0.0, c=self.scratch, trans=0, lower=0,
-                                      overwrite_c=1)
+            self.scratch = _syrk_into(self.scratch, B, beta=0.0)
             self.G += self.scratch  # the lower triangle of the scratch stays 0
         return self.G
 

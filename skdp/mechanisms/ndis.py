@@ -67,12 +67,11 @@ from functools import lru_cache
 
 import numpy as np
 from scipy import linalg
-from scipy.linalg import blas
 from scipy.integrate import IntegrationWarning, quad
 from scipy.special import gammaincc, gammaln, logsumexp, ndtr
 from scipy.stats import chi2, norm
 
-from .._stats import as_rows, clipped_gram
+from .._stats import _symmetrize_upper, _syrk_into, as_rows, clipped_gram
 from .._validation import check_generator
 
 __all__ = [
@@ -1158,15 +1157,13 @@ def _integer_gram(X, data_norm, m, chunk_size):
                 G += Gi
                 held = 0
             if B.shape[0]:  # triu(Gc) (+)= triu(B^T B); beta = 0 after a flush (old values unread)
-                Gc = blas.dsyrk(1.0, B.T, beta=1.0 if held else 0.0, c=Gc, trans=0, lower=0,
-                                overwrite_c=1)
+                Gc = _syrk_into(Gc, B, beta=1.0 if held else 0.0)
                 held += B.shape[0]
     if held:
         np.copyto(Gi, Gc, casting="unsafe")
         G += Gi
     if not rows.sparse:
-        il = np.tril_indices(d, -1)
-        G[il] = G.T[il]
+        _symmetrize_upper(G)
     return G
 
 
