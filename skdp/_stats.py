@@ -29,7 +29,7 @@ from scipy.linalg import blas
 from ._dask import is_dask_collection
 
 __all__ = ["AugmentedRows", "clipped_gram", "max_row_norm", "default_chunk_rows", "check_unit_sample_weight",
-           "computed_row_bound", "gram_rounding_bound"]
+           "computed_row_bound", "gram_rounding_bound", "rounding_gamma", "chunked_sum_depth"]
 
 #: matrix entries of the float64 chunk buffer held at once (2 MiB: the chunk stays in cache;
 #: measured fastest of 2^17..2^20 for d = 100 with one BLAS thread)
@@ -49,10 +49,16 @@ UNIT_ROUNDOFF = 2.0**-53
 _MERGE_DEPTH = 72
 
 
-def _gamma(j):
+def rounding_gamma(j):
     """``gamma_j = j u / (1 - j u)`` (Higham 2002, Lemma 3.1); ``inf`` when ``j u >= 1/2``."""
     ju = int(j) * UNIT_ROUNDOFF
     return float("inf") if ju >= 0.5 else ju / (1.0 - ju)
+
+
+def chunked_sum_depth(n, m_max, m_min):
+    """Additions a term meets in a sum of ``n`` terms formed chunk by chunk: at most ``m_max``
+    inside its chunk (any order) plus one per chunk, ``ceil(n / m_min)`` chunks."""
+    return int(m_max) + -(-max(int(n), 1) // int(m_min))
 
 
 def computed_row_bound(bound, d):
@@ -70,7 +76,7 @@ def computed_row_bound(bound, d):
     The computed rows depend on their own record only, so the sensitivity
     analyses hold for them with this bound.
     """
-    return float(bound) * (1.0 + _gamma(int(d) + 10))
+    return float(bound) * (1.0 + rounding_gamma(int(d) + 10))
 
 
 def _chunk_row_limits(n, d, k, sparse, chunk_rows):
@@ -115,8 +121,8 @@ def gram_rounding_bound(n, d, k, row_bound2, *, sparse=False, chunk_rows=None):
     """
     n = max(int(n), 1)
     m_max, m_min = _chunk_row_limits(n, d, k, sparse, chunk_rows)
-    h = m_max + -(-n // m_min) + _MERGE_DEPTH
-    return _gamma(h + 1) * n * float(row_bound2)
+    h = chunked_sum_depth(n, m_max, m_min) + _MERGE_DEPTH
+    return rounding_gamma(h + 1) * n * float(row_bound2)
 
 
 def default_chunk_rows(k):

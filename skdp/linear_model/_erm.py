@@ -874,18 +874,18 @@ def _step_sum_rounding(K, p, n, clip, sparse):
     (Higham 2002), so ``||fl(S) - S||_F <= err = gamma_{h+2} n clip'``. Both
     are functions of public inputs (``n``, the shape, ``clip``, the format).
     """
-    from .._stats import _gamma
+    from .._stats import chunked_sum_depth, rounding_gamma
     from ._rows import _FUSED_BYTES
 
     n = max(int(n), 1)
-    clip_c = float(clip) * (1.0 + _gamma(p + K + 12))
+    clip_c = float(clip) * (1.0 + rounding_gamma(p + K + 12))
     if sparse:
         h = n
     else:  # X has p or p - 1 columns (intercept): chunks of m rows with m between these
         m_hi = min(n, max(1, _FUSED_BYTES // (8 * max(int(p) - 1, 1))))
         m_lo = min(n, max(1, _FUSED_BYTES // (8 * max(int(p), 1))))
-        h = m_hi + -(-n // m_lo)
-    return clip_c, _gamma(h + 2) * n * clip_c
+        h = chunked_sum_depth(n, m_hi, m_lo)
+    return clip_c, rounding_gamma(h + 2) * n * clip_c
 
 
 def _gradient_spec(K, p, n, eps, delta, mechanism, T, batch_size, clip, sparse=False):

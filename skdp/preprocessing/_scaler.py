@@ -217,7 +217,7 @@ def _moments_rounding(n, d, lower, upper, s, sparse_input):
     stored order, then the implicit zeros' term), plus the final products
     and division. All public: bounds, ``n``, ``d`` and the input format.
     """
-    from .._stats import UNIT_ROUNDOFF as u, _gamma
+    from .._stats import UNIT_ROUNDOFF as u, chunked_sum_depth, rounding_gamma
 
     lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
     w = upper - lower
@@ -228,9 +228,9 @@ def _moments_rounding(n, d, lower, upper, s, sparse_input):
         h = n + 2
     else:
         m = min(n, _dense_chunk_rows(d))
-        h = m + -(-n // m)
-    e1 = _gamma(h + 2) * rho / 2.0
-    e2 = 0.0 if s is None else s * _gamma(h + 4) * rho**2 / 4.0
+        h = chunked_sum_depth(n, m, m)
+    e1 = rounding_gamma(h + 2) * rho / 2.0
+    e2 = 0.0 if s is None else s * rounding_gamma(h + 4) * rho**2 / 4.0
     return rho, e1, e2
 
 
