@@ -1168,22 +1168,36 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
             return None
         eps, delta = check_epsilon_delta(self.epsilon, self.delta)
         K = 1 if classes.size == 2 else classes.size
-        B = float(self.data_norm)
-        R = float(np.hypot(B, self.intercept_scaling * B)) if self.fit_intercept else B
+        _, R = self._intercept_column(float(self.data_norm))
         p = d + int(self.fit_intercept)
-        loss = self._loss()
         if self.perturbation == "gradient":
-            clip = np.sqrt(K) * R if self.clip_norm is None else float(self.clip_norm)
             return _gradient_spec(K, p, n, eps, delta, self.mechanism,
-                                  self._n_steps(n, K, p, eps, delta), self.batch_size, clip,
-                                  sparse)[5]
-        if isinstance(self.C, str):
-            lam = auto_regularization("output", loss.curvature, n, K, p, R, eps, delta,
-                                      self.mechanism, self.tol)
-        else:
-            lam = 1.0 / (n * self.C)
+                                  self._n_steps(n, K, p, eps, delta), self.batch_size,
+                                  self._clip_norm(K, R), sparse)[5]
+        lam = self._regularization(n, K, p, R, eps, delta)
         spec, _ = _output_spec(K, p, R, n, lam, self.tol * R / n, eps, delta, self.mechanism)
         return release_curve([spec])
+
+    # the route's public constants, shared by the fit and its curve before the charge
+    def _intercept_column(self, data_norm):
+        """``(s, R)``: the constant column ``s = intercept_scaling * B`` (None without an
+        intercept) and the bound ``R = sqrt(B^2 + s^2)`` on the augmented rows."""
+        if not self.fit_intercept:
+            return None, float(data_norm)
+        s = self.intercept_scaling * data_norm
+        return s, float(np.hypot(data_norm, s))
+
+    def _regularization(self, n, K, p, R, eps, delta):
+        """``lambda``: the public rule of ``C="auto"`` (module docstring, "Choosing C") or
+        ``1 / (n C)``."""
+        if isinstance(self.C, str):
+            return auto_regularization(self.perturbation, self._loss().curvature, n, K, p, R,
+                                       eps, delta, self.mechanism, self.tol)
+        return 1.0 / (n * self.C)
+
+    def _clip_norm(self, K, R):
+        """The gradient route's per-example clip: ``clip_norm``, or ``sqrt(K) R`` (never binds)."""
+        return np.sqrt(K) * R if self.clip_norm is None else float(self.clip_norm)
 
     @private_fit
     @_fit_context(prefer_skip_nested_validation=True)
@@ -1232,12 +1246,7 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
         data_norm = check_data_norm(norms[:, None], self.data_norm, estimator=self)
         clip = np.minimum(1.0, data_norm / np.maximum(norms, np.finfo(np.float64).tiny))
         del norms
-        if self.fit_intercept:
-            s = self.intercept_scaling * data_norm
-            R = float(np.hypot(data_norm, s))
-        else:
-            s = None
-            R = float(data_norm)
+        s, R = self._intercept_column(data_norm)
         U = RowOperator(X, clip, s)  # u_i = [clip_i x_i, s], applied inside the products
         if n_classes == 2:
             Y = np.where(y_idx == 1, 1.0, -1.0)[:, None]
@@ -1245,11 +1254,7 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
             Y = np.where(y_idx[:, None] == np.arange(n_classes)[None, :], 1.0, -1.0)
         K = Y.shape[1]
         weights = _record_weights(sample_weight, self.class_weight, classes_, y_idx, self)
-        if isinstance(self.C, str):  # "auto": public rule (module docstring, "Choosing C")
-            lam = auto_regularization(self.perturbation, loss.curvature, n, K, U.shape[1], R,
-                                      eps, delta, self.mechanism, self.tol)
-        else:
-            lam = 1.0 / (n * self.C)
+        lam = self._regularization(n, K, U.shape[1], R, eps, delta)
         gamma = self.tol * R / n
         if self.perturbation == "output":
             W, specs, info = _output_perturbation(
@@ -1260,11 +1265,10 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
                 U, Y, loss, lam, R, n, eps, delta, self.mechanism, gamma, self._solver_iter(), rng,
                 strategy=not isinstance(self.C, str), sample_weight=weights)
         else:
-            clip_norm = np.sqrt(K) * R if self.clip_norm is None else float(self.clip_norm)
             W, specs, info = _gradient_perturbation(
                 U, Y, loss, lam, R, n, eps, delta, self.mechanism, rng,
                 n_steps=self._n_steps(n, K, U.shape[1], eps, delta),
-                batch_size=self.batch_size, clip=clip_norm,
+                batch_size=self.batch_size, clip=self._clip_norm(K, R),
                 learning_rate=self.learning_rate, sample_weight=weights)
         info["lipschitz"] = R
         info["smoothness"] = loss.curvature * R**2
