@@ -811,3 +811,52 @@ def test_dp_gd_step_sum_rounding_against_exact_arithmetic(sparse_input):
     assert worst > Fraction(clip) ** 2 * (1 - Fraction(1, 10**9))  # and clipping binds
     e2 = sum((Fraction(float(S[k, j])) - exact[k][j]) ** 2 for k in range(K) for j in range(d + 1))
     assert float(e2) ** 0.5 <= err
+
+
+# ----------------------------------------------------------------------
+# the solver's certificate in floating point (skdp.linear_model._solver)
+# ----------------------------------------------------------------------
+def test_the_tolerance_rises_to_four_times_the_float_floor():
+    from skdp._stats import UNIT_ROUNDOFF
+    from skdp.linear_model._rows import _FUSED_BYTES
+
+    est = PrivateLogisticRegression(tol=1e-6)
+    R = float(np.hypot(1.0, S_DEFAULT))
+    for n, d in ((1000, 20), (10**5, 100), (10**7, 100)):
+        m = _FUSED_BYTES // (8 * d)
+        h = m + -(-n // m)  # dense rows: chunks of m rows, one addition per chunk
+        j = (h + 30) * UNIT_ROUNDOFF
+        floor = R * (1 + (d + 10) * UNIT_ROUNDOFF / (1 - (d + 10) * UNIT_ROUNDOFF)) * j / (1 - j)
+        gamma = est._tolerance(n, d, 1, R, False)
+        np.testing.assert_allclose(gamma, max(1e-6 * R / n, 4 * floor), rtol=1e-12)
+    assert est._tolerance(10**7, 100, 1, R, False) > 20 * 1e-6 * R / 10**7  # the floor binds
+    assert est._tolerance(1000, 20, 1, R, False) == 1e-6 * R / 1000
+
+
+@pytest.mark.parametrize("kind", ["dense", "float32", "csr"])
+def test_fits_are_certified_in_floating_point_before_the_backstop(kind, monkeypatch):
+    # stage 3 (Nesterov with its cap) is the one exit whose bound is not checked in floating
+    # point: the fast paths and the damped Newton stage must meet the certificate first
+    import scipy.sparse as sparse
+
+    import skdp.linear_model._solver as solver
+
+    def never(*args, **kwargs):
+        raise AssertionError("the backstop was reached")
+
+    monkeypatch.setattr(solver, "_accelerated", never)
+    rng = np.random.default_rng(4)
+    n, d = 30000, 12
+    X = rng.normal(size=(n, d))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = np.argmax(X[:, :3] @ rng.normal(size=(3, 3)) + 0.3 * rng.normal(size=(n, 3)), axis=1)
+    if kind == "float32":
+        X = X.astype(np.float32)
+    elif kind == "csr":
+        X[rng.random(X.shape) < 0.7] = 0.0
+        X = sparse.csr_matrix(X)
+    for Est in (PrivateLogisticRegression, PrivateHuberSVM):
+        for yy, classes in ((y == 0, [False, True]), (y, [0, 1, 2])):
+            for route in ("output", "objective"):
+                Est(epsilon=1.0, delta=1e-5, data_norm=1.0, classes=classes, perturbation=route,
+                    C=1e4, random_state=0).fit(X, yy)  # little regularisation: large ||W||

@@ -53,8 +53,13 @@ Sensitivity bounds below hold for the *exact* minimiser. The solver
 (:func:`skdp.linear_model._solver.minimize`: a fast first stage, then a
 globally convergent damped Newton, then Nesterov's accelerated gradient with
 a public iteration cap) always returns a point whose gradient norm is at most
-the public tolerance ``gamma = tol * R / n``: it has no failure exit, so
-whether a model is released never depends on the data. With ``mu``-strong
+the public tolerance ``gamma = max(tol * R / n, 4 e_0)`` (``e_0`` the public
+floating-point floor of the certificate, :func:`~skdp.linear_model._solver.float_floor`;
+it exceeds ``tol R / n`` only beyond about a million rows): it has no
+failure exit, so whether a model is released never depends on the data. The
+rows are the computed ones, of norm at most ``R' = R (1 + gamma_{d+10})``
+(:func:`skdp._stats.computed_row_bound`), and the sensitivities below use
+``R'`` where they read ``R``. With ``mu``-strong
 convexity, ``||W~ - W*||_F <= gamma / mu`` for the returned ``W~``.
 
 Output perturbation (Chaudhuri, Monteleoni & Sarwate 2011, Alg. 1 / Cor. 8)
@@ -176,9 +181,10 @@ solver output ``W~`` is within ``(gamma + s_b) / lambda'`` of the exact
 minimiser ``W*(b_c)`` of the continuous mechanism: the argument above holds
 with ``gamma + s_b`` in place of ``gamma`` in the solver-error noise
 (``Delta_2 = 2 (gamma + s_b) / lambda'``), plus the reserve. The solver's
-certificate ``||grad F(W~)|| <= gamma`` is itself evaluated in floating
-point (not yet bounded: see the privacy model page); the pure route
-(gamma-norm ``b``) still draws ``b`` in floating point.
+certificate ``||grad F(W~)|| <= gamma`` holds for the exact gradient: its
+floating-point evaluation error is bounded and added before the test
+(:mod:`skdp.linear_model._solver`, "The certificate in floating point").
+The pure route (gamma-norm ``b``) still draws ``b`` in floating point.
 
 *Budget split* (public): ``eps_2 = 0.01 eps``, ``delta_2 = 0.01 delta``,
 ``eps_1 = eps - eps_2``; within ``eps_1`` Iyengar et al.'s hyperparameter-free
@@ -396,13 +402,13 @@ from .._validation import (
     public_shape,
 )
 from .._dask import is_dask_collection
-from .._stats import check_unit_sample_weight
+from .._stats import check_unit_sample_weight, computed_row_bound
 from ..base import PrivateEstimatorMixin, private_fit
 from ..mechanisms import Query, calibrate, get_mechanism
 from ..mechanisms._grid import discrete_gaussian_tv_reserve, grid_step
 from ..mechanisms.gaussian import analytic_gaussian_mu, composed_gaussian_spec
 from ._rows import RowOperator, as_operator, row_norms_any, safe_matmul
-from ._solver import minimize
+from ._solver import float_floor, minimize
 
 __all__ = [
     "LogisticLoss",
@@ -443,6 +449,11 @@ class LogisticLoss:
         p = expit(z)
         return p * (1.0 - p)
 
+    def local_curvature(self, z, r):
+        """An upper bound on ``loss''`` over ``[z - r, z + r]``: ``loss''(t) = e^-|t| /
+        (1 + e^-|t|)^2 <= min(1/4, e^-|t|)`` (the factor 2 covers ``exp``'s rounding)."""
+        return np.minimum(0.25, 2.0 * np.exp(-np.maximum(np.abs(z) - r, 0.0)))
+
 
 class HuberLoss:
     """Huber hinge with smoothing ``h`` (Chaudhuri et al. 2011, eq. 7).
@@ -475,6 +486,14 @@ class HuberLoss:
 
     def second(self, z):
         return np.where(np.abs(1.0 - z) <= self.h, self.curvature, 0.0)
+
+    def local_curvature(self, z, r):
+        """An upper bound on ``loss''`` over ``[z - r, z + r]``, and 0 only where the computed
+        derivative is the exact constant: ``1/(2h)`` unless ``|1 - z| > h + r`` with room
+        for the rounding of ``1 - z`` (then every margin within ``r`` is on the same side of
+        the band, where ``loss'`` is -1 or 0 and evaluates exactly)."""
+        slack = 4.0 * np.finfo(np.float64).eps * (1.0 + np.abs(z) + self.h)
+        return np.where(np.abs(1.0 - z) <= self.h + r + slack, self.curvature, 0.0)
 
 
 # ----------------------------------------------------------------------
@@ -761,8 +780,9 @@ def _draw_objective_noise(sigma, grid, shape, rng):
 
 
 def _output_spec(K, p, R, n, lam, gamma, eps, delta, mechanism):
-    """The output route's release: ``Delta_out = 2 sqrt(K) R / (n lambda) + 2 gamma / lambda``."""
-    sens = 2.0 * np.sqrt(K) * R / (n * lam) + 2.0 * gamma / lam
+    """The output route's release: ``Delta_out = 2 sqrt(K) R' / (n lambda) + 2 gamma / lambda``
+    (``R'`` the bound on the computed rows, :func:`skdp._stats.computed_row_bound`)."""
+    sens = 2.0 * np.sqrt(K) * computed_row_bound(R, p) / (n * lam) + 2.0 * gamma / lam
     return calibrate(Query(shape=(K, p), l2_sensitivity=sens), eps, delta, mechanism=mechanism), sens
 
 
@@ -778,6 +798,7 @@ def _output_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma, ma
 def _objective_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma, max_iter, rng,
                             strategy=True, sample_weight=None):
     K, p = Y.shape[1], U.shape[1]
+    R = computed_row_bound(R, p)  # the computed rows' bound (the analysis is for those rows)
     beta = loss.curvature * R**2
     eps2, eps1 = _OUT_FRAC * eps, (1.0 - _OUT_FRAC) * eps
     pure = _is_pure(mechanism, delta)
@@ -1175,7 +1196,8 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
                                   self._n_steps(n, K, p, eps, delta), self.batch_size,
                                   self._clip_norm(K, R), sparse)[5]
         lam = self._regularization(n, K, p, R, eps, delta)
-        spec, _ = _output_spec(K, p, R, n, lam, self.tol * R / n, eps, delta, self.mechanism)
+        gamma = self._tolerance(n, d, K, R, sparse)
+        spec, _ = _output_spec(K, p, R, n, lam, gamma, eps, delta, self.mechanism)
         return release_curve([spec])
 
     # the route's public constants, shared by the fit and its curve before the charge
@@ -1194,6 +1216,12 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
             return auto_regularization(self.perturbation, self._loss().curvature, n, K, p, R,
                                        eps, delta, self.mechanism, self.tol)
         return 1.0 / (n * self.C)
+
+    def _tolerance(self, n, d, K, R, sparse):
+        """The solver's public tolerance ``gamma = tol R / n``, raised to at least 4 times the
+        floating-point floor of its certificate (:func:`~skdp.linear_model._solver.float_floor`)
+        so that the certificate stays reachable on many rows."""
+        return max(self.tol * R / n, 4.0 * float_floor(n, d, K, R, sparse))
 
     def _clip_norm(self, K, R):
         """The gradient route's per-example clip: ``clip_norm``, or ``sqrt(K) R`` (never binds)."""
@@ -1255,7 +1283,7 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
         K = Y.shape[1]
         weights = _record_weights(sample_weight, self.class_weight, classes_, y_idx, self)
         lam = self._regularization(n, K, U.shape[1], R, eps, delta)
-        gamma = self.tol * R / n
+        gamma = self._tolerance(n, d, K, R, sp.issparse(X))
         if self.perturbation == "output":
             W, specs, info = _output_perturbation(
                 U, Y, loss, lam, R, n, eps, delta, self.mechanism, gamma, self._solver_iter(), rng,

@@ -88,8 +88,9 @@ class PrivateLogisticRegression(_BasePrivateLinearClassifier):
         in :mod:`skdp.linear_model._erm`, "Number of steps"; the value used is
         ``privacy_info_["n_steps"]``).
     tol : float, default=1e-6
-        The solver stops at gradient norm ``gamma = tol * R / n`` (or the fit
-        raises); the sensitivities include that error (``2 gamma / lambda``,
+        The solver stops at gradient norm ``gamma = tol * R / n`` (at least
+        four times its floating-point floor, which exceeds it beyond about a
+        million rows); the sensitivities include that error (``2 gamma / lambda``,
         a fraction ``tol / sqrt(K)`` of the output sensitivity).
     batch_size : int, default=None
         Expected Poisson batch size of the gradient route (``None``: full batch).

@@ -29,6 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import blas
 
+from .._stats import chunked_sum_depth
 from .._validation import row_norms
 
 __all__ = ["RowOperator", "row_norms_any", "as_operator", "safe_matmul"]
@@ -36,6 +37,7 @@ __all__ = ["RowOperator", "row_norms_any", "as_operator", "safe_matmul"]
 _CHUNK_BYTES = 1 << 21  # float64 bytes of one row chunk (2 MiB)
 _SPARSE_BLOCK = 1 << 18  # stored values per block of the sparse row norms
 _FUSED_BYTES = 1 << 21  # row chunk of the fused loss-and-gradient pass (stays in cache)
+_SPARSE_ROWS = 1 << 16  # row chunk of the sparse A^T @ X (bounds its summation depth)
 
 
 def _chunks(n, d, nbytes=_CHUNK_BYTES):
@@ -128,7 +130,9 @@ class RowOperator:
 
     def __init__(self, X, scale=None, intercept=None):
         self.sparse = sp.issparse(X)
-        self.X = _as_float64_sparse(X) if self.sparse else X
+        # CSC is read as CSR (one copy, proportional to nnz): the row chunks of A^T @ X
+        # keep the depth of its sums public (:meth:`sum_depth`)
+        self.X = _as_float64_sparse(X).tocsr() if self.sparse else X
         self.a = None if scale is None else np.asarray(scale, dtype=np.float64)
         self.s = None if intercept is None else float(intercept)
         self.n, self.d = X.shape
@@ -156,15 +160,77 @@ class RowOperator:
         out = self.X @ M
         return np.asarray(out)
 
+    def _row_blocks(self):
+        """``[(i, j, rows i:j)]``: CSR views of ``_SPARSE_ROWS`` rows each (sharing ``X``'s
+        arrays; built once, since scipy's constructor checks its arrays)."""
+        if getattr(self, "_blocks", None) is None:
+            X, ptr, m = self.X, self.X.indptr, _SPARSE_ROWS
+            self._blocks = [
+                (i, min(self.n, i + m), sp.csr_matrix(
+                    (X.data[ptr[i]:ptr[min(self.n, i + m)]], X.indices[ptr[i]:ptr[min(self.n, i + m)]],
+                     ptr[i:min(self.n, i + m) + 1] - ptr[i]), shape=(min(self.n, i + m) - i, self.d),
+                    copy=False))
+                for i in range(0, self.n, m)]
+        return self._blocks
+
+    def sum_depth(self):
+        """Additions a row's term meets in the sums over rows of :meth:`fused` (a public
+        number: ``n``, ``d`` and the input kind).
+
+        Dense ``X``: products over row chunks of ``m = _FUSED_BYTES / (8 d)``
+        rows (any order inside a chunk), added chunk by chunk. Sparse ``X``:
+        ``A^T @ X`` over CSR row chunks of ``_SPARSE_ROWS`` rows, likewise.
+        """
+        if self.sparse:
+            m = min(self.n, _SPARSE_ROWS)
+        else:
+            m = min(self.n, max(1, _FUSED_BYTES // (8 * max(self.d, 1))))
+        return chunked_sum_depth(self.n, max(m, 1), max(m, 1))
+
     def _xtdot(self, A):  # A^T @ X, A (n, K) -> (K, d) float64
         if self.sparse:
-            return np.asarray(self.X.T @ A).T
+            X = self.X
+            if self.n <= _SPARSE_ROWS:
+                return np.asarray(X.T @ A).T
+            G = np.zeros((A.shape[1], self.d))
+            for i, j, blk in self._row_blocks():
+                G += np.asarray(blk.T @ A[i:j]).T  # each chunk's sum fresh, then one addition
+            return G
         if self._chunked:
             G = np.zeros((A.shape[1], self.d))
             for i, j in _chunks(self.n, self.d):
                 G += A[i:j].T @ np.asarray(self.X[i:j], dtype=np.float64)
             return G
         return A.T @ self.X
+
+    def margin_chunks(self, W, Y):
+        """Yield ``(i, j, Z, T)`` for row chunks: the computed margins ``Z = Y * (U W^T)`` of
+        rows ``i:j`` and ``T = |U| |W|^T`` (the sums ``sum_j |u_ij w_kj|``), both in float64
+        (the certificate of :mod:`~skdp.linear_model._solver`; no copy of ``X``)."""
+        W = np.asarray(W, dtype=np.float64)
+        d, s, a = self.d, self.s, self.a
+        Wd = np.ascontiguousarray(W[:, :d].T)
+        Wa = np.abs(Wd)
+        if self.sparse:
+            chunks = self._row_blocks()
+        else:
+            chunks = [(i, j, None) for i, j in _chunks(self.n, d, _FUSED_BYTES)]
+        for i, j, blk in chunks:
+            if self.sparse:
+                Xc, Xa = blk, abs(blk)
+            else:
+                Xc = np.asarray(self.X[i:j], dtype=np.float64)
+                Xa = np.abs(Xc)
+            Z = np.asarray(Xc @ Wd)
+            T = np.asarray(Xa @ Wa)
+            if a is not None:
+                Z *= a[i:j, None]
+                T *= a[i:j, None]
+            if s is not None:
+                Z += s * W[:, d]
+                T += abs(s) * np.abs(W[:, d])
+            Z *= Y[i:j]
+            yield i, j, Z, T
 
     def dot(self, W):
         """``U @ W^T`` for ``W`` of shape (K, p): shape (n, K)."""

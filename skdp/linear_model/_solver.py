@@ -70,10 +70,37 @@ Three stages, each started from the best point of the previous one:
        T_max = ceil( log(2 kappa g_0^2 / gamma^2) / -log(1 - 1/sqrt(kappa)) )
 
    steps ``||grad F(x_T)|| <= gamma`` (:func:`accelerated_iteration_cap`).
-   The method stops earlier as soon as a measured gradient norm is at most
-   ``gamma``; if it reaches ``T_max`` it returns ``x_T``, which satisfies the
-   bound by the theorem (in exact arithmetic; floating-point effects on the
-   release are the subject of a separate analysis).
+   The method stops earlier as soon as the certificate below holds; if it
+   reaches ``T_max`` (computed for ``gamma / 2``) it returns ``x_T``, which
+   satisfies the bound by the theorem in exact arithmetic only (the one
+   place where the floating-point certificate is not checked; no test or
+   benchmark problem gets there).
+
+The certificate in floating point
+---------------------------------
+A computed gradient norm at most ``gamma`` says nothing rigorous about the
+exact gradient: the margins, the loss derivatives and the sum over ``n`` rows
+are rounded, and at a million rows the worst case of that error is of the
+order of ``gamma = 1e-6 R / n`` itself. Every stopping test is therefore
+:class:`_Certificate`: the computed norm, rounded up, plus a rigorous bound
+on the error of the computed gradient (Higham 2002, ch. 3; unit roundoff
+``u = 2^-53``) must be at most ``gamma``:
+
+* :func:`gradient_error_bound`, a priori: ``e0 + e1 ||W||`` with
+  ``e0 = sqrt(K) R' gamma_{h+30}`` (``h`` the public depth of the sum over
+  rows, :meth:`~skdp.linear_model._rows.RowOperator.sum_depth`: chunks of at
+  most ``_FUSED_BYTES / (8 d)`` dense rows or ``2^16`` sparse rows, each
+  chunk's sum formed fresh and then added) and ``e1 = c R'^2 gamma_{d+4}``
+  for the margins (worst case: every row's margin error at the largest
+  curvature);
+* when that worst case is too coarse, :func:`margin_error` replaces the
+  margins' part by a bound read from the rows at the candidate point (each
+  row's margin error from ``sum_j |u_ij w_j|``, times the loss's curvature
+  bound around its margin: zero for a Huber row outside its band).
+
+Both are tested against 60-digit decimal arithmetic
+(``tests/test_solver.py``). The public tolerance of the estimators is at
+least ``4 e0`` (:func:`float_floor`) so that the test stays reachable.
 
 Cost. The rows are a :class:`~skdp.linear_model._rows.RowOperator`: one
 evaluation of ``F`` and its gradient is one fused pass over cache-sized row
@@ -91,6 +118,7 @@ No message of this module contains a value computed from the data.
 
 References
 ----------
+N. J. Higham. Accuracy and Stability of Numerical Algorithms, 2nd ed. SIAM, 2002.
 R. H. Byrd, G. M. Chin, W. Neveitt, J. Nocedal. On the use of stochastic
 Hessian information in optimization methods for machine learning. SIAM J.
 Optim. 21(3), 2011.
@@ -103,9 +131,11 @@ import math
 import numpy as np
 from scipy import linalg, optimize
 
-from ._rows import as_operator
+from .._stats import UNIT_ROUNDOFF, chunked_sum_depth, computed_row_bound, rounding_gamma
+from ._rows import _FUSED_BYTES, _SPARSE_ROWS, as_operator
 
-__all__ = ["minimize", "accelerated_iteration_cap"]
+__all__ = ["minimize", "accelerated_iteration_cap", "gradient_error_bound", "margin_error",
+           "float_floor"]
 
 _COARSE_REL = 1e-1
 _NEWTON_STEPS = 200  # stage 2 budget (steps, each one Hessian factorisation)
@@ -236,7 +266,129 @@ class _Best:
             self.w, self.f, self.g, self.gnorm = w, f, g, gnorm
 
 
-def _newton(best, U, Y, loss, lam, B, gamma, max_steps, fast, sw=None, rows=None):
+def gradient_error_bound(U, loss, lam, B, R):
+    """``(e0, e1)`` with ``||fl(grad F)(W) - grad F(W)|| <= e0 + e1 ||W||`` for every ``W``.
+
+    A rigorous a-priori bound on the floating-point error of :func:`_obj_grad`
+    (float64, unit roundoff ``u = 2^-53``; Higham 2002, ch. 3), for the exact
+    ``F`` of the computed rows ``u_i = [a_i x_i, s]`` (``||u_i|| <= R' =``
+    :func:`~skdp._stats.computed_row_bound` ``(R, d)``; the clip factors
+    ``a_i`` are numbers like any other, so ``F`` is a function of the data
+    whose per-record terms the privacy analysis covers). Per class ``k``:
+
+    * margins ``z_ik = a_i <x_i, w> + s w_s``: a dot product of length ``d``
+      and three more roundings, error at most ``gamma_{d+3} sum_j |u_ij w_j|
+      <= gamma_{d+3} R' ||w_k||``;
+    * ``loss'`` at the computed margin: at most ``c |dz|`` (``c`` bounds
+      ``loss''``) plus its own evaluation, at most 11 roundings for the
+      logistic ``-expit(-z)`` (``exp`` allowed 8 ulps) and 4 for the Huber
+      hinge (``|loss'| <= 1``, so these are absolute), then the sample weight
+      and ``a_i`` (2 more): ``|dA_ik| <= c gamma_{d+3} R' ||w_k|| + 18 u``;
+    * the sum over rows ``sum_i A_ik u_i``: ``h`` additions
+      (:meth:`~skdp.linear_model._rows.RowOperator.sum_depth`) and one
+      product per term, any order: at most ``gamma_{h+1} sum_i |A_ik|
+      ||u_i|| <= gamma_{h+1} n R' (1 + 18 u)`` in l2 (Minkowski over the
+      coordinates); the error of ``A`` adds ``n R' |dA|``;
+    * ``G / n + lam W + B``: three roundings of terms of norms at most
+      ``sqrt(K) R'``, ``lam ||W||`` and ``||B||``.
+
+    Summed over the classes (Minkowski, ``sum_k ||w_k||^2 = ||W||^2``)::
+
+        e0 = sqrt(K) R' gamma_{h+30} + 4 u ||B||,
+        e1 = c R'^2 gamma_{d+4} + 4 u lam.
+
+    The 30 collects the single roundings above (at most 25) with room to
+    spare; the data's values enter only through ``||u_i|| <= R'``.
+    """
+    U = as_operator(U)
+    K = B.shape[0]
+    u = UNIT_ROUNDOFF
+    Rc = computed_row_bound(R, U.d)
+    h = U.sum_depth()
+    e0 = np.sqrt(K) * Rc * rounding_gamma(h + 30) + 4.0 * u * float(np.linalg.norm(B))
+    e1 = loss.curvature * Rc * Rc * rounding_gamma(U.d + 4) + 4.0 * u * float(lam)
+    return float(e0), float(e1)
+
+
+def float_floor(n, d, K, R, sparse):
+    """The part of :func:`gradient_error_bound`'s ``e0`` known before the data: public.
+
+    ``sqrt(K) R' gamma_{h+30}`` for ``n`` rows of ``d`` features (``sparse``:
+    the input kind), the depth ``h`` as :meth:`RowOperator.sum_depth` forms it.
+    """
+    n = max(int(n), 1)
+    m = min(n, _SPARSE_ROWS) if sparse else min(n, max(1, _FUSED_BYTES // (8 * max(int(d), 1))))
+    h = chunked_sum_depth(n, max(m, 1), max(m, 1))
+    return float(np.sqrt(K) * computed_row_bound(R, d) * rounding_gamma(h + 30))
+
+
+def margin_error(U, W, Y, loss, R, sample_weight=None):
+    """A bound, computed from the data at ``W``, on the margins' share of the gradient error.
+
+    :func:`gradient_error_bound`'s ``e1 ||W||`` charges every row the worst
+    case ``c gamma_{d+3} R'^2 ||w_k||``. This bound reads each row: the margin
+    error of row ``i`` is at most ``dz_ik = gamma_{d+3} sum_j |u_ij w_kj|``
+    (computed, then divided by ``1 - gamma_{d+4}`` for its own rounding), and
+    the derivative moves by at most ``c_ik dz_ik`` with ``c_ik`` the loss's
+    curvature bound on ``[z~ - 2 dz, z~ + 2 dz]`` around the recomputed margin
+    ``z~`` (``loss.local_curvature``: within ``dz`` of both the exact margin
+    and the one the gradient pass computed). Zero for a Huber row outside its
+    band, ``e^-|z|`` for a confident logistic row. The share of class ``k`` is
+    ``R' / n sum_i w_i c_ik dz_ik`` (a sum of non-negative terms of depth
+    ``h``: divided by ``1 - gamma_{h+10}``), the norm over classes is rounded
+    up by ``1 + gamma_{K+3}``. One pass over the rows (no copy of ``X``).
+    """
+    U = as_operator(U)
+    K = Y.shape[1]
+    W = np.asarray(W, dtype=np.float64).reshape(K, -1)
+    g3 = rounding_gamma(U.d + 3) / (1.0 - rounding_gamma(U.d + 4))
+    acc = np.zeros(K)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for i, j, Z, T in U.margin_chunks(W, Y):
+            dz = g3 * T
+            t = loss.local_curvature(Z, 2.0 * dz) * dz
+            if sample_weight is not None:
+                t *= sample_weight[i:j, None]
+            acc += t.sum(axis=0)
+    m = computed_row_bound(R, U.d) * acc / U.n / (1.0 - rounding_gamma(U.sum_depth() + 10))
+    val = float(np.linalg.norm(m)) * (1.0 + rounding_gamma(K + 3))
+    return val if np.isfinite(val) else float("inf")
+
+
+class _Certificate:
+    """``||grad F(W)|| <= gamma`` decided from floating-point values, rigorously.
+
+    With the computed gradient ``g~`` and its computed norm ``nu`` (a sum of
+    ``k = K p`` squares and a square root: ``||g~|| <= nu (1 + gamma_{k+2})``),
+    ``||grad F(W)|| <= ||g~|| + e0 + e1 ||W||`` (:func:`gradient_error_bound`),
+    so ``nu (1 + gamma_{k+2}) + e0 + e1 ||W|| (1 + gamma_{k+2}) <= gamma``
+    implies the bound. When that worst case is too coarse, the margins' part
+    ``c R'^2 gamma_{d+4} ||W||`` of ``e1 ||W||`` is replaced by
+    :func:`margin_error` read from the rows at ``W`` (``margins``: a callable
+    of ``W``; one more pass). ``exact=True`` (``e0 = e1 = 0``, no factor) is
+    the exact-arithmetic test (the warm start on a row subset, tests).
+    """
+
+    def __init__(self, gamma, e0=0.0, e1=0.0, k=0, exact=True, e_lam=0.0, margins=None):
+        self.gamma = float(gamma)
+        self.e0, self.e1, self.e_lam = float(e0), float(e1), float(e_lam)
+        self.exact = bool(exact)
+        self.f = 1.0 if exact else 1.0 + rounding_gamma(int(k) + 2)
+        self.margins = margins
+
+    def __call__(self, w, gnorm):
+        if self.exact:
+            return gnorm <= self.gamma
+        nw = float(np.linalg.norm(w)) * self.f
+        base = gnorm * self.f + self.e0 + (self.e_lam * nw if self.margins is not None else 0.0)
+        if not base <= self.gamma:
+            return False
+        if base + self.e1 * nw <= self.gamma:
+            return True
+        return self.margins is not None and base + self.margins(w) <= self.gamma
+
+
+def _newton(best, U, Y, loss, lam, B, ok, max_steps, fast, sw=None, rows=None):
     """Newton steps from ``best`` with a backtracking line search.
 
     ``fast=False`` (stage 2): pure Armijo backtracking on F, which makes the
@@ -250,14 +402,14 @@ def _newton(best, U, Y, loss, lam, B, gamma, max_steps, fast, sw=None, rows=None
     wflat, f, g, gnorm = best.w, best.f, best.g, best.gnorm
     factors = None
     for _ in range(max_steps):
-        if gnorm <= gamma:
+        if ok(wflat, gnorm):
             break
         if fast and factors is not None:
             wnew = wflat + _newton_direction(factors, g, B.shape)
             fnew, gnew = _obj_grad(wnew, U, Y, loss, lam, B, sw)
             gnew_norm = np.linalg.norm(gnew)
             best.offer(wnew, fnew, gnew)
-            if best.gnorm <= gamma:
+            if ok(best.w, best.gnorm):
                 break
             if np.isfinite(fnew) and gnew_norm <= 0.5 * gnorm and fnew <= f:
                 wflat, f, g, gnorm = wnew, fnew, gnew, gnew_norm
@@ -285,7 +437,7 @@ def _newton(best, U, Y, loss, lam, B, gamma, max_steps, fast, sw=None, rows=None
         best.offer(wflat, f, g)
 
 
-def _subsampled_newton(best, U, Y, loss, lam, B, gamma, max_steps, sw=None):
+def _subsampled_newton(best, U, Y, loss, lam, B, ok, max_steps, sw=None):
     """Quasi-Newton steps preconditioned by the curvature of a public row subset.
 
     When the subset is a proper one, the problem on the subset alone is
@@ -310,12 +462,13 @@ def _subsampled_newton(best, U, Y, loss, lam, B, gamma, max_steps, sw=None):
         sub, Ys = U.take(rows), Y[rows]
         sws = None if sw is None else sw[rows]
         wb = _Best(best.w, *_obj_grad(best.w, sub, Ys, loss, lam, B, sws))
-        _subsampled_newton(wb, sub, Ys, loss, lam, B, _WARM_REL * wb.gnorm, max_steps, sws)
+        _subsampled_newton(wb, sub, Ys, loss, lam, B, _Certificate(_WARM_REL * wb.gnorm),
+                           max_steps, sws)
         best.offer(wb.w, *_obj_grad(wb.w, U, Y, loss, lam, B, sw))
     wflat, f, g, gnorm = best.w, best.f, best.g, best.gnorm
     mem = []
     for _ in range(max_steps):
-        if gnorm <= gamma:
+        if ok(wflat, gnorm):
             break
         factors = _hessian_factors(wflat, U, Y, loss, lam, B.shape, sw, rows)
         q = g.copy()
@@ -367,22 +520,23 @@ def accelerated_iteration_cap(kappa, g0, gamma):
     return int(math.ceil((math.log(2.0 * kappa) + 2.0 * (math.log(g0) - math.log(gamma))) / rate))
 
 
-def _accelerated(best, U, Y, loss, lam, B, gamma, L, sw=None):
+def _accelerated(best, U, Y, loss, lam, B, ok, L, sw=None):
     """Nesterov's constant-momentum method from ``best`` until the public bound holds."""
     kappa = L / lam
-    T = accelerated_iteration_cap(kappa, best.gnorm, gamma)
+    # the cap for half the tolerance: room for the floating-point allowance of the certificate
+    T = accelerated_iteration_cap(kappa, best.gnorm, 0.5 * ok.gamma)
     sq = math.sqrt(kappa)
     beta = (sq - 1.0) / (sq + 1.0)
     x = best.w.copy()
     y = x.copy()
     for _ in range(T):
         fy, gy = _obj_grad(y, U, Y, loss, lam, B, sw)
-        if np.linalg.norm(gy) <= gamma:
+        if ok(y, float(np.linalg.norm(gy))):
             return y
         x_new = y - gy / L
         y = x_new + beta * (x_new - x)
         x = x_new
-    return x  # ||grad F(x_T)|| <= gamma by Nesterov (2004), Thm 2.2.3
+    return x  # ||grad F(x_T)|| <= gamma / 2 by Nesterov (2004), Thm 2.2.3 (exact arithmetic)
 
 
 def minimize(U, Y, loss, lam, B, gamma, max_iter, R, sample_weight=None):
@@ -421,40 +575,45 @@ def minimize(U, Y, loss, lam, B, gamma, max_iter, R, sample_weight=None):
     U = as_operator(U)
     sw = sample_weight
     L = loss.curvature * float(R) ** 2 + lam
+    # the stopping test, made rigorous in floating point (gradient_error_bound, _Certificate)
+    e0, e1 = gradient_error_bound(U, loss, lam, B, R)
+    e_lam = 4.0 * UNIT_ROUNDOFF * float(lam)  # the part of e1 that is not the margins'
+    ok = _Certificate(gamma, e0, e1 - e_lam, k=K * p, exact=False, e_lam=e_lam,
+                      margins=lambda w: margin_error(U, w, Y, loss, R, sw))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         x0 = np.zeros(K * p)
         memo = _Memo(U, Y, loss, lam, B, sw)
         f0, g0 = memo(x0)
         best = _Best(x0, f0, g0)
         # stage 1: fast path
-        if best.gnorm > gamma:
+        if not ok(best.w, best.gnorm):
             if loss.name == "logistic" and p <= _dense_hessian_max(U):
                 # curvature positive on every row: a row subset estimates it well
-                _subsampled_newton(best, U, Y, loss, lam, B, gamma, max_iter, sw)
+                _subsampled_newton(best, U, Y, loss, lam, B, ok, max_iter, sw)
             else:
-                _lbfgs_newton(best, memo, U, Y, loss, lam, B, gamma, max_iter, sw)
+                _lbfgs_newton(best, memo, U, Y, loss, lam, B, ok, max_iter, sw)
         # stage 2: globally convergent damped Newton
-        if best.gnorm > gamma:
-            _newton(best, U, Y, loss, lam, B, gamma, max_steps=_NEWTON_STEPS, fast=False, sw=sw)
-        if best.gnorm <= gamma:
+        if not ok(best.w, best.gnorm):
+            _newton(best, U, Y, loss, lam, B, ok, max_steps=_NEWTON_STEPS, fast=False, sw=sw)
+        if ok(best.w, best.gnorm):
             return best.w.reshape(K, p)
         # stage 3: the proven backstop
-        return _accelerated(best, U, Y, loss, lam, B, gamma, L, sw).reshape(K, p)
+        return _accelerated(best, U, Y, loss, lam, B, ok, L, sw).reshape(K, p)
 
 
-def _lbfgs_newton(best, memo, U, Y, loss, lam, B, gamma, max_iter, sw):
+def _lbfgs_newton(best, memo, U, Y, loss, lam, B, ok, max_iter, sw):
     """Stage 1 for the Huber hinge and high ``p``: L-BFGS to a coarse gradient, then fast
     Newton steps (:func:`_newton` with ``fast=True``)."""
     K, p = B.shape
-    coarse = max(gamma, _COARSE_REL * best.gnorm)
+    coarse = max(ok.gamma, _COARSE_REL * best.gnorm)
     res = optimize.minimize(
         memo, best.w, jac=True, method="L-BFGS-B",
         options={"maxiter": max_iter, "gtol": coarse / np.sqrt(K * p), "ftol": 0.0, "maxcor": 20},
     )
     if np.all(np.isfinite(res.x)):
         best.offer(res.x, *memo(res.x))
-    if best.gnorm > gamma:
+    if not ok(best.w, best.gnorm):
         # a row subset estimates a curvature that is positive on every row (logistic);
         # the Huber hinge's lives on the rows of its band: exact Hessian (band rows only)
         rows = _hessian_rows(U.shape[0], p) if loss.name == "logistic" else None
-        _newton(best, U, Y, loss, lam, B, gamma, max_steps=50, fast=True, sw=sw, rows=rows)
+        _newton(best, U, Y, loss, lam, B, ok, max_steps=50, fast=True, sw=sw, rows=rows)
