@@ -223,25 +223,80 @@ def test_amp_constants(est):
                                (2 * (gamma + shift) / lam) / _mu0(eps2, 0.01 * delta), rtol=GRID_RTOL)
 
 
-@needs_gamma_norm
-def test_chaudhuri_pure_objective_scale():
+def test_chaudhuri_pure_objective_scale(monkeypatch):
+    import math
+
+    import skdp.linear_model._erm as erm
+
+    drawn = []
+    real = erm._draw_pure_objective_noise
+
+    def spy(t, grid, shape, rng):
+        drawn.append((t, grid, shape))
+        return real(t, grid, shape, rng)
+
+    monkeypatch.setattr(erm, "_draw_pure_objective_noise", spy)
     X, y = _data(n=500, k=3)
     n, C, eps, B = len(X), 0.2, 2.0, 1.5
     clf = PrivateLogisticRegression(epsilon=eps, delta=0.0, perturbation="objective",
-                                    data_norm=B, C=C, fit_intercept=False,
+                                    data_norm=B, C=C, fit_intercept=False, classes=[0, 1, 2],
                                     random_state=0).fit(X, y)
-    K, R, beta = 3, B, 0.25 * B**2
+    K, p = 3, X.shape[1]
+    k, u = K * p, 2.0**-53
+    R = B * (1 + (p + 10) * u / (1 - (p + 10) * u))  # the computed rows' bound
+    beta = 0.25 * R**2
     eps1 = 0.99 * eps
     lam = max(1 / (n * C), beta / (n * (np.exp((1 - _strategy1(eps1)) * eps1 / K) - 1)))
     eps3 = eps1 - K * np.log(1 + beta / (n * lam))
+    gamma = 1e-6 * B / n
     spec1, spec2 = clf.noise_spec_
-    assert spec1.mechanism == "gamma_norm" and spec1.delta == 0
-    np.testing.assert_allclose(spec1.params["scale"], 2 * np.sqrt(K) * R / n / eps3, rtol=1e-10)
-    # the released solver-error noise: Laplace on the grid (l1 = sqrt(K p) l2)
+    info = clf.privacy_info_
+    # b = g Y, Y exact discrete Laplace(t) on a power-of-two grid g whose rounding shift
+    # g sqrt(k) / 2 is at most 1e-3 gamma; t = ceil((sqrt(k) Delta / g + k) / eps_3)
+    g, shift = info["noise_grid"], info["noise_grid_shift"]
+    assert g == 2.0 ** np.round(np.log2(g)) and shift == g * np.sqrt(k) / 2
+    assert 0.25e-3 * gamma < shift <= 1e-3 * gamma
+    l1 = np.sqrt(k) * 2 * np.sqrt(K) * R / n
+    t = spec1.params["t"]
+    assert t == math.ceil((l1 / g + k) / eps3)
+    assert spec1.mechanism == "laplace" and spec1.delta == 0
+    assert drawn == [(t, g, (K, p))]  # one draw, from the exact sampler
+    # the pmf ratio bound of the piecewise-constant density (module docstring) is eps_3, tight
+    assert eps3 * (1 - 1e-6) < (l1 / g + k) / t <= eps3
+    # the released solver-error noise: Laplace on the grid (l1 = sqrt(K p) l2), for the
+    # solver tolerance plus the rounding shift of b
     assert spec2.mechanism == "laplace"
     np.testing.assert_allclose(spec2.params["scale"],
-                               np.sqrt(spec2.query.n_released) * 2 * (1e-6 * R / n) / lam / (0.01 * eps),
+                               np.sqrt(k) * 2 * (gamma + shift) / lam / (0.01 * eps),
                                rtol=GRID_RTOL)
+
+
+def test_pure_objective_noise_ratio_by_numeric_maximisation():
+    # the density of b_c = g (Y + U) is P(round(b / g)) / g^k: its log-ratio between b and
+    # b + v with ||v||_2 <= Delta is (||round((b + v)/g)||_1 - ||round(b/g)||_1) / t; search it
+    import math
+
+    from skdp.linear_model._erm import _pure_objective_noise
+
+    rng = np.random.default_rng(0)
+    K, p, eps3 = 1, 3, 0.7
+    k = K * p
+    sens1 = 1e-3
+    spec, g = _pure_objective_noise(K, p, sens1, eps3, gamma=1e-9)
+    t = spec.params["t"]
+    worst = -np.inf
+    direction = np.ones(k) / np.sqrt(k)  # the l1-longest unit direction
+    for _ in range(2000):
+        z = rng.integers(-50, 50, size=k)
+        b = g * (z + 0.5 - 1e-9 * rng.random(k))  # just below a cell boundary (rounds to z)
+        for v in (sens1 * direction, sens1 * rng.normal(size=k) / np.sqrt(k)):
+            v = v if np.linalg.norm(v) <= sens1 else v * sens1 / np.linalg.norm(v)
+            z0, z1 = np.round(b / g), np.round((b + v) / g)
+            for a_, b_ in ((z0, z1), (z1, z0)):
+                worst = max(worst, (np.abs(a_).sum() - np.abs(b_).sum()) / t)
+    assert worst <= eps3
+    assert worst > 0.99 * eps3  # the bound is attained up to the rounding of t
+    assert math.ceil((np.sqrt(k) * sens1 / g + k) / eps3) == t
 
 
 def test_amp_jacobian_bound_numerically():

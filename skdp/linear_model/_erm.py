@@ -104,10 +104,15 @@ records' loss gradients: Frobenius norm at most ``Delta_obj = 2 sqrt(K) R / n``,
 and it lies in the fixed subspace spanned (per class block) by ``u`` and
 ``u'``, of dimension ``m <= min(2K, K p)``.
 
-* ``delta = 0`` (Chaudhuri et al. 2011, Alg. 2): ``b`` from a pure mechanism
-  of the core (``gamma_norm``: density ``exp(-||b|| / s)``) calibrated for
-  ``Delta_obj`` at ``eps_3``; its density ratio is at most ``e^eps_3``
-  pointwise, so ``W*`` is ``(eps_3 + eps_J)``-DP.
+* ``delta = 0`` (Chaudhuri et al. 2011, Alg. 2): ``b`` with a density whose
+  ratio under a shift of norm ``Delta_obj`` is at most ``e^eps_3``
+  pointwise, so ``W*`` is ``(eps_3 + eps_J)``-DP. Chaudhuri et al. take
+  ``exp(-||b|| / s)`` (``mechanism="gamma_norm"``, drawn in floating point);
+  ``"auto"`` (and ``"laplace"``) takes the piecewise-constant density of
+  ``g (Y + U)``, ``Y`` i.i.d. discrete Laplace on a fine grid ``g``, ``U``
+  uniform on the cell, which is sampled exactly (next paragraphs, "Floating-point
+  safety of the objective route"); it is calibrated through
+  ``l1 <= sqrt(k) l2``, about twice the gamma-norm's expected squared error.
 * ``delta > 0`` (approximate minima perturbation, Iyengar et al. 2019 [2]_,
   Alg. 1): Gaussian ``b ~ N(0, sigma_1^2 I)``. The noise log-ratio at ``W``
   is ``(2 <b, v> + ||v||^2) / (2 sigma_1^2) <= rho a + a^2 / 2`` with
@@ -184,7 +189,21 @@ with ``gamma + s_b`` in place of ``gamma`` in the solver-error noise
 certificate ``||grad F(W~)|| <= gamma`` holds for the exact gradient: its
 floating-point evaluation error is bounded and added before the test
 (:mod:`skdp.linear_model._solver`, "The certificate in floating point").
-The pure route (gamma-norm ``b``) still draws ``b`` in floating point.
+
+The pure route (``delta = 0``) has no delta to reserve for a sampler's total
+variation, so it uses a density that is exactly sampleable: ``b_c = g (Y +
+U)`` with ``Y`` i.i.d. discrete Laplace(``t``) on the integers (CKS 2020,
+Algorithm 2: integer arithmetic only) and ``U`` uniform on
+``[-1/2, 1/2]^k``, i.e. the density ``P(round(b / g)) / g^k``. For ``b`` and
+``b + v`` with ``||v|| <= Delta_obj`` the cells' indices differ by at most
+``||v||_1 / g + k <= sqrt(k) Delta_obj / g + k`` in l1, so the density
+ratio is at most ``e^eps_3`` for ``t = ceil((sqrt(k) Delta_obj / g + k) /
+eps_3)`` (:func:`_pure_objective_noise`): Chaudhuri et al.'s argument holds
+for this density. The fit draws only ``Y`` and uses ``b = g Y``, within
+``s_b = g sqrt(k) / 2`` of ``b_c`` (the uniform part is never drawn): as for
+AMP, ``s_b`` joins the solver tolerance in the solver-error noise, whose
+Laplace release on the grid is exact too. The grid is
+:func:`_objective_noise_grid`'s (``s_b <= 1e-3 gamma``).
 
 *Budget split* (public): ``eps_2 = 0.01 eps``, ``delta_2 = 0.01 delta``,
 ``eps_1 = eps - eps_2``; within ``eps_1`` Iyengar et al.'s hyperparameter-free
@@ -686,8 +705,8 @@ def auto_regularization(perturbation, curvature, n, K, p, R, eps, delta, mechani
     # hence the noise budget eps_3 = eps_1 - eps_J; minimise the bound over a public grid
     eps1 = (1.0 - _OUT_FRAC) * eps
     pure = _is_pure(mechanism, delta)
-    if pure:
-        name, delta1 = ("gamma_norm" if mechanism == "auto" else mechanism), 0.0
+    if pure:  # "auto": b is discrete Laplace on a grid (l1 calibration), as the fit draws it
+        name, delta1 = ("laplace" if mechanism == "auto" else mechanism), 0.0
     else:
         name, delta1 = "analytic_gaussian", (1.0 - _OUT_FRAC) * delta
     beta = curvature * R**2
@@ -779,6 +798,36 @@ def _draw_objective_noise(sigma, grid, shape, rng):
     return sample_discrete_gaussian(sigma / grid, shape, rng) * grid
 
 
+def _draw_pure_objective_noise(t, grid, shape, rng):
+    """The pure route's ``b = grid * Y``, ``Y`` i.i.d. discrete Laplace(``t``) exactly (an
+    integer times a power of two: an exact product while ``|Y| < 2^53``)."""
+    from ..mechanisms._discrete import sample_discrete_laplace
+
+    return sample_discrete_laplace(t, shape, rng) * grid
+
+
+def _pure_objective_noise(K, p, sens1, eps3, gamma):
+    """``(spec, g)``: the pure route's ``b = g Y``, ``Y`` i.i.d. discrete Laplace(``t``) on the
+    public power-of-two grid ``g`` (module docstring, "Floating-point safety of the objective
+    route"): ``t = ceil((sqrt(k) Delta / g + k) / eps_3)`` (:func:`~skdp.mechanisms.laplace.
+    laplace_grid_t`, ``k = K p``), ``g`` from :func:`_objective_noise_grid` with the scale
+    ``sqrt(k) Delta / eps_3``. The spec is the ``laplace`` mechanism's for ``(K, p)`` and
+    ``Delta`` with the grid, ``t`` and scale ``t g`` of ``b`` (its squared error that of ``b``)."""
+    from dataclasses import replace
+    from types import MappingProxyType
+
+    from ..mechanisms.laplace import _discrete_laplace_variance, laplace_grid_t
+
+    k = K * p
+    base = calibrate(Query(shape=(K, p), l2_sensitivity=sens1), eps3, 0.0, mechanism="laplace")
+    l1 = float(base.params["l1_sensitivity"])
+    g = _objective_noise_grid(l1 / eps3, gamma, k)
+    t = laplace_grid_t(l1, g, k, eps3)
+    params = dict(base.params, grid=g, t=t, scale=t * g)
+    mse = k * _discrete_laplace_variance(t) * g * g
+    return replace(base, params=MappingProxyType(params), expected_squared_error=mse), g
+
+
 def _output_spec(K, p, R, n, lam, gamma, eps, delta, mechanism):
     """The output route's release: ``Delta_out = 2 sqrt(K) R' / (n lambda) + 2 gamma / lambda``
     (``R'`` the bound on the computed rows, :func:`skdp._stats.computed_row_bound`)."""
@@ -820,14 +869,20 @@ def _objective_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma,
     eps3 = eps1 - eps_j
     sens1 = 2.0 * np.sqrt(K) * R / n
     m = int(min(2 * K, K * p))
-    if pure:
-        # b is not released (the analysis needs its density): continuous gamma-norm noise,
-        # calibrated without the floating-point warning; the released solver-error noise
-        # uses a floating-point-safe mechanism (Laplace on the grid) under "auto"
-        name = "gamma_norm" if mechanism == "auto" else mechanism
-        spec1 = get_mechanism(name).calibrate(Query(shape=(K, p), l2_sensitivity=sens1), eps3, 0.0,
-                                              warn=(mechanism != "auto"))
-        name2 = "laplace" if mechanism == "auto" else name
+    b_grid = None
+    if pure and mechanism in ("auto", "laplace"):
+        # b = g Y with Y exact discrete Laplace on a fine power-of-two grid (module docstring,
+        # "Floating-point safety of the objective route"); its rounding shift joins the
+        # solver tolerance below; the minimiser is released through Laplace on the grid
+        spec1, b_grid = _pure_objective_noise(K, p, sens1, eps3, gamma)
+        name2 = "laplace"
+        sigma1 = None
+    elif pure:
+        # an explicitly named pure mechanism (e.g. "gamma_norm", Chaudhuri et al.'s choice):
+        # continuous noise drawn in floating point, with the mechanism's own warning
+        spec1 = get_mechanism(mechanism).calibrate(Query(shape=(K, p), l2_sensitivity=sens1),
+                                                   eps3, 0.0)
+        name2 = mechanism
         sigma1 = None
     elif mechanism in ("auto", "analytic_gaussian"):
         # b on a fine power-of-two grid from the exact discrete Gaussian (module docstring,
@@ -860,6 +915,9 @@ def _objective_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma,
     if sigma1 is not None:  # AMP: exact discrete Gaussian on the grid b_grid
         b = _draw_objective_noise(sigma1, b_grid, (K, p), rng)
         b_shift = b_grid * np.sqrt(K * p) / 2.0
+    elif b_grid is not None:  # pure: exact discrete Laplace on the grid b_grid
+        b = _draw_pure_objective_noise(spec1.params["t"], b_grid, (K, p), rng)
+        b_shift = b_grid * np.sqrt(K * p) / 2.0
     else:
         b = _density_noise(spec1, rng)
     W = minimize(U, Y, loss, lam_tot, b, gamma, max_iter, R, sample_weight)
@@ -874,7 +932,7 @@ def _objective_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma,
         "eps_jacobian": eps_j, "eps_noise": eps3, "eps_solver": eps2,
         "delta_noise": delta1, "delta_solver": delta2, "l2_sensitivity": sens1,
         "subspace_dim": m, "sigma": sigma1,
-        "noise_grid": b_grid if sigma1 is not None else None, "noise_grid_shift": b_shift,
+        "noise_grid": b_grid, "noise_grid_shift": b_shift,
     }
     return W, (spec1, spec2), info
 
@@ -974,7 +1032,8 @@ def _gradient_spec(K, p, n, eps, delta, mechanism, T, batch_size, clip, sparse=F
                 "Poisson subsampling (batch_size < n) is accounted only for Gaussian noise "
                 "(mechanism='auto' or 'analytic_gaussian' with delta > 0)."
             )
-        name = "gamma_norm" if mechanism == "auto" else mechanism
+        # "auto": Laplace on the grid (floating-point safe; gamma_norm is not)
+        name = "laplace" if mechanism == "auto" else mechanism
         spec = calibrate(Query(shape=(K, p), l2_sensitivity=2.0 * (clip_c + err)), eps / T, delta / T,
                          mechanism=name)
         accounting = "basic_composition"

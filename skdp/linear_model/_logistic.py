@@ -39,9 +39,10 @@ class PrivateLogisticRegression(_BasePrivateLinearClassifier):
     mechanism : str, default="auto"
         Name of a mechanism of :mod:`skdp.mechanisms`, or ``"auto"``
         (output perturbation: the core's least-error verified mechanism;
-        objective: ``gamma_norm`` for ``delta=0``, AMP Gaussian otherwise;
-        gradient: analytic Gaussian for ``delta>0``, ``gamma_norm`` with basic
-        composition for ``delta=0``). Unverified mechanisms such as
+        objective: exact discrete Laplace ``b`` for ``delta=0``, AMP with an
+        exact discrete Gaussian ``b`` otherwise; gradient: analytic Gaussian
+        for ``delta>0``, Laplace with basic composition for ``delta=0``; every
+        release on a grid). Unverified mechanisms such as
         ``"product_noise"`` are passed through and warn.
     data_norm : float, default=None
         Public bound on the Euclidean norm of every row of ``X`` (dense float64

@@ -48,6 +48,7 @@ __all__ = [
     "laplace_scale",
     "inid_laplace_scales",
     "gamma_norm_scale",
+    "laplace_grid_t",
     "Laplace",
     "InidLaplace",
     "GammaNorm",
@@ -224,6 +225,17 @@ class _PureMechanism(Mechanism):
 # ----------------------------------------------------------------------
 # mechanisms
 # ----------------------------------------------------------------------
+def laplace_grid_t(l1, g, k, epsilon):
+    """Scale ``t`` (in steps of the grid ``g``) of discrete Laplace noise for an l1 sensitivity.
+
+    A value rounded to the grid moves by at most ``l1 / g + k`` steps in l1
+    between neighbours (``k`` coordinates, each rounding at most one more
+    step), and the discrete Laplace loss is at most that over ``t``: so
+    ``t = ceil((l1 / g + k) / epsilon)`` gives exactly epsilon-DP.
+    """
+    return math.ceil((float(l1) / float(g) + int(k)) / float(epsilon))
+
+
 class Laplace(GridRelease, _PureMechanism):
     """Laplace mechanism with i.i.d. noise (Dwork et al. 2006; Dwork & Roth 2014, Thm 3.6).
 
@@ -253,7 +265,7 @@ class Laplace(GridRelease, _PureMechanism):
         # t = ceil((Delta_1 / g + k) / epsilon): exactly epsilon-DP, no delta.
         l1, k = query.l1_bound, query.n_released
         g = grid_step(l1, k)
-        t = math.ceil((l1 / g + k) / epsilon)
+        t = laplace_grid_t(l1, g, k, epsilon)
         beta = t * g
         var = _discrete_laplace_variance(t) * g**2 + g**2 / 4.0
         mse = var * float(np.sum(query.squared_error_weights()))
