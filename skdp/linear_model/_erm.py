@@ -1331,16 +1331,20 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
         norms = row_norms_any(X)  # float64, once; X itself is never copied
         # check_data_norm reads the row norms of its argument: a column of the norms has them
         data_norm = check_data_norm(norms[:, None], self.data_norm, estimator=self)
-        clip = np.minimum(1.0, data_norm / np.maximum(norms, np.finfo(np.float64).tiny))
+        # clip = min(1, B / max(norm, tiny)), in place of the norms (no length-n temporary)
+        clip = np.maximum(norms, np.finfo(np.float64).tiny, out=norms)
+        np.divide(data_norm, clip, out=clip)
+        np.minimum(clip, 1.0, out=clip)
         del norms
         s, R = self._intercept_column(data_norm)
         U = RowOperator(X, clip, s)  # u_i = [clip_i x_i, s], applied inside the products
         if n_classes == 2:
-            Y = np.where(y_idx == 1, 1.0, -1.0)[:, None]
+            Y = np.where(y_idx == 1, 1, -1).astype(np.int8)[:, None]  # +-1: one byte a label
         else:
-            Y = np.where(y_idx[:, None] == np.arange(n_classes)[None, :], 1.0, -1.0)
+            Y = np.where(y_idx[:, None] == np.arange(n_classes)[None, :], 1, -1).astype(np.int8)
         K = Y.shape[1]
         weights = _record_weights(sample_weight, self.class_weight, classes_, y_idx, self)
+        del y_idx, y  # Y and the weights carry what the solver needs
         lam = self._regularization(n, K, U.shape[1], R, eps, delta)
         gamma = self._tolerance(n, d, K, R, sp.issparse(X))
         if self.perturbation == "output":

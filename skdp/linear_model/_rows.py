@@ -18,7 +18,13 @@ product and every reduction runs in float64 (the solver's stopping test
 ``||grad|| <= gamma`` with ``gamma = tol R / n`` is far below what float32
 arithmetic resolves) while no float64 copy of ``X`` is ever held. Sparse input
 is kept sparse; float32 sparse data get one float64 copy of the ``nnz`` stored
-values (the index arrays are shared), i.e. memory proportional to ``nnz``.
+values (the index arrays are shared), i.e. memory proportional to ``nnz``; CSC
+input is read as CSR (one copy of the same size). Sparse passes run over CSR
+row blocks of ``_SPARSE_ROWS`` rows (views of ``X``'s arrays), so margins,
+coefficients and the Hessian's sparse products exist block by block, and
+each block's sum is formed fresh and then added: the summation depth of every
+row sum is public (:meth:`RowOperator.sum_depth`), as the solver's
+floating-point certificate needs.
 
 Row norms are computed once (:func:`row_norms_any`), in float64, from the
 dense chunks or from the sparse structure, with the overflow-safe rescaling of
@@ -46,11 +52,41 @@ def _chunks(n, d, nbytes=_CHUNK_BYTES):
         yield start, min(n, start + step)
 
 
-def _as_float64_sparse(X):
-    """``X`` as a float64 CSR/CSC matrix; float32 data get one copy of the values only."""
+def _has_duplicate_entries(X):
+    """Whether a CSR/CSC matrix stores some (row, column) twice, checked without copying it.
+
+    Unsorted indices alone (e.g. the output of a sparse product) are harmless for
+    every product and row norm here; duplicates are not (a row norm must see their
+    sum). Sorted rows are checked in one vectorised pass; unsorted ones are sorted
+    block by block (about ``_SPARSE_BLOCK`` stored values at a time).
+    """
+    if X.has_canonical_format:
+        return False
+    ptr, idx = X.indptr, X.indices
+    nnz = int(ptr[-1])
+    if nnz == 0:
+        return False
+    width = int(X.shape[1] if X.format == "csr" else X.shape[0])
+    starts = np.searchsorted(ptr, np.arange(0, nnz, _SPARSE_BLOCK), "right") - 1
+    bounds = np.unique(np.concatenate([starts, [len(ptr) - 1]]))
+    for i, j in zip(bounds[:-1], bounds[1:]):
+        seg = idx[ptr[i]:ptr[j]].astype(np.int64)
+        rows = np.repeat(np.arange(j - i, dtype=np.int64), np.diff(ptr[i:j + 1]))
+        keys = np.sort(rows * width + seg)
+        if keys.size > 1 and np.any(keys[1:] == keys[:-1]):
+            return True
+    return False
+
+
+def _as_float64_sparse(X, sum_duplicates=True):
+    """``X`` as a float64 CSR/CSC matrix; float32 data get one copy of the values only.
+
+    ``sum_duplicates``: a matrix that stores an entry twice is copied with them
+    summed (row norms need it; products do not, they add duplicates anyway).
+    """
     if X.format not in ("csr", "csc"):
         X = X.tocsr()
-    if not X.has_canonical_format:  # duplicates summed (a copy proportional to nnz)
+    if sum_duplicates and _has_duplicate_entries(X):  # a copy proportional to nnz
         X = X.copy()
         X.sum_duplicates()
     if X.dtype == np.float64:
@@ -81,7 +117,7 @@ def row_norms_any(X):
                     # its value for an empty row is not a sum: masked
                     sums = np.add.reduceat(np.append(seg * seg, 0.0), ptr[i:j] - ptr[i])
                     norms[i:j] = np.where(ptr[i + 1:j + 1] > ptr[i:j], sums, 0.0)
-                norms = np.sqrt(norms)
+                np.sqrt(norms, out=norms)
             else:  # CSC: blocks of columns
                 acc = np.zeros(n)
                 starts = np.searchsorted(ptr, np.arange(0, ptr[-1], _SPARSE_BLOCK), "right") - 1
@@ -106,7 +142,7 @@ def safe_matmul(X, M):
     """``X @ M`` in float64 for dense float32/float64 or sparse X (no full copy of X)."""
     M = np.asarray(M, dtype=np.float64)
     if sp.issparse(X):
-        return np.asarray(_as_float64_sparse(X) @ M)
+        return np.asarray(_as_float64_sparse(X, sum_duplicates=False) @ M)
     if X.dtype == np.float64:
         return X @ M
     n, d = X.shape
@@ -132,7 +168,8 @@ class RowOperator:
         self.sparse = sp.issparse(X)
         # CSC is read as CSR (one copy, proportional to nnz): the row chunks of A^T @ X
         # keep the depth of its sums public (:meth:`sum_depth`)
-        self.X = _as_float64_sparse(X).tocsr() if self.sparse else X
+        # products add duplicate entries as they should: no check, no copy for them
+        self.X = _as_float64_sparse(X, sum_duplicates=False).tocsr() if self.sparse else X
         self.a = None if scale is None else np.asarray(scale, dtype=np.float64)
         self.s = None if intercept is None else float(intercept)
         self.n, self.d = X.shape
@@ -161,16 +198,24 @@ class RowOperator:
         return np.asarray(out)
 
     def _row_blocks(self):
-        """``[(i, j, rows i:j)]``: CSR views of ``_SPARSE_ROWS`` rows each (sharing ``X``'s
-        arrays; built once, since scipy's constructor checks its arrays)."""
+        """``[(i, j, rows i:j)]``: CSR views of ``_SPARSE_ROWS`` rows each, built once.
+
+        The blocks share ``X``'s ``data`` and ``indices`` (only their ``indptr``
+        is new, ``m + 1`` integers). They are assembled by setting the three
+        arrays of an empty matrix: scipy's constructor would copy a slice that is
+        less than half of its base array (``prune``), i.e. copy all of ``X``.
+        """
         if getattr(self, "_blocks", None) is None:
             X, ptr, m = self.X, self.X.indptr, _SPARSE_ROWS
-            self._blocks = [
-                (i, min(self.n, i + m), sp.csr_matrix(
-                    (X.data[ptr[i]:ptr[min(self.n, i + m)]], X.indices[ptr[i]:ptr[min(self.n, i + m)]],
-                     ptr[i:min(self.n, i + m) + 1] - ptr[i]), shape=(min(self.n, i + m) - i, self.d),
-                    copy=False))
-                for i in range(0, self.n, m)]
+            blocks = []
+            for i in range(0, self.n, m):
+                j = min(self.n, i + m)
+                blk = sp.csr_matrix((j - i, self.d), dtype=np.float64)
+                blk.data = X.data[ptr[i]:ptr[j]]
+                blk.indices = X.indices[ptr[i]:ptr[j]]
+                blk.indptr = (ptr[i:j + 1] - ptr[i]).astype(X.indices.dtype, copy=False)
+                blocks.append((i, j, blk))
+            self._blocks = blocks
         return self._blocks
 
     def sum_depth(self):
@@ -232,6 +277,57 @@ class RowOperator:
             Z *= Y[i:j]
             yield i, j, Z, T
 
+    def _row_chunks(self):
+        """``(i, j, rows)`` over the passes' chunks: dense ``_FUSED_BYTES`` row chunks
+        (converted to float64) or the sparse CSR blocks of :meth:`_row_blocks`."""
+        if self.sparse:
+            yield from self._row_blocks()
+            return
+        for i, j in _chunks(self.n, self.d, _FUSED_BYTES):
+            yield i, j, np.asarray(self.X[i:j], dtype=np.float64)
+
+    def curvature_dot(self, c, v):
+        """``U^T diag(c) U v`` for ``c`` of shape (n,) and ``v`` of shape (p,), chunk by chunk
+        (the Hessian-vector product of the conjugate-gradient Newton steps; no length-``n``
+        temporary)."""
+        d, s, a = self.d, self.s, self.a
+        v = np.asarray(v, dtype=np.float64).ravel()
+        vd = v[:d]
+        out = np.zeros(d)
+        tail = 0.0
+        for i, j, Xc in self._row_chunks():
+            z = np.asarray(Xc @ vd).ravel()
+            if a is not None:
+                z *= a[i:j]
+            if s is not None:
+                z += s * v[d]
+            z *= c[i:j]
+            if s is not None:
+                tail += z.sum()
+            if a is not None:
+                z *= a[i:j]
+            out += np.asarray(Xc.T @ z).ravel()
+        if s is None:
+            return out
+        return np.concatenate([out, [s * tail]])
+
+    def map_margins(self, W, Y, fn):
+        """``fn(Z, Yc, i, j)`` of the margins ``Z = Yc * (U W^T)`` of each row chunk, stacked
+        into one (n, K) array (the chunk's margins are its only temporaries)."""
+        W = np.asarray(W, dtype=np.float64)
+        d, s, a = self.d, self.s, self.a
+        Wd = np.ascontiguousarray(W[:, :d].T)
+        out = np.empty((self.n, W.shape[0]))
+        for i, j, Xc in self._row_chunks():
+            Z = np.asarray(Xc @ Wd)
+            if a is not None:
+                Z *= a[i:j, None]
+            if s is not None:
+                Z += s * W[:, d]
+            Z *= Y[i:j]
+            out[i:j] = fn(Z, Y[i:j], i, j)
+        return out
+
     def dot(self, W):
         """``U @ W^T`` for ``W`` of shape (K, p): shape (n, K)."""
         W = np.asarray(W, dtype=np.float64)
@@ -258,24 +354,24 @@ class RowOperator:
         margins ``Z = Yc * (U W^T)`` of rows ``i:j`` and returns their coefficients ``A``.
 
         Dense X: one pass over cache-sized row chunks, each read once for both
-        products (float32 chunks converted to float64); sparse X: two sparse
-        products over all rows.
+        products (float32 chunks converted to float64); sparse X: the same over
+        CSR row blocks of ``_SPARSE_ROWS`` rows (views, :meth:`_row_blocks`), so
+        the margins and coefficients exist block by block, never for all rows.
         """
         W = np.asarray(W, dtype=np.float64)
-        if self.sparse:
-            Z = self.dot(W)
-            Z *= Y
-            fsum, A = fn(Z, Y, 0, self.n)
-            return fsum, self.rdot(A)
         d, s, a = self.d, self.s, self.a
         Wd = np.ascontiguousarray(W[:, :d].T)
         K = W.shape[0]
         Gd = np.zeros((K, d))
         gs = np.zeros(K)
         fsum = 0.0
-        for i, j in _chunks(self.n, d, _FUSED_BYTES):
-            Xc = np.asarray(self.X[i:j], dtype=np.float64)
-            Z = Xc @ Wd
+        if self.sparse:
+            chunks = self._row_blocks()
+        else:
+            chunks = [(i, j, None) for i, j in _chunks(self.n, d, _FUSED_BYTES)]
+        for i, j, blk in chunks:
+            Xc = blk if self.sparse else np.asarray(self.X[i:j], dtype=np.float64)
+            Z = np.asarray(Xc @ Wd)
             if a is not None:
                 Z *= a[i:j, None]
             if s is not None:
@@ -288,7 +384,7 @@ class RowOperator:
                 gs += A.sum(axis=0)
             if a is not None:
                 A *= a[i:j, None]
-            Gd += A.T @ Xc
+            Gd += np.asarray(Xc.T @ A).T if self.sparse else A.T @ Xc
         if s is None:
             return fsum, Gd
         G = np.empty((K, self.p))
@@ -313,15 +409,14 @@ class RowOperator:
         """``[U^T diag(c_k) U for k]`` with ``c = fn(Z, Yc, i, j)`` of the margins of each chunk.
 
         Dense X: one pass over row chunks; the margins, the curvatures and the
-        scaled chunk exist only chunk by chunk. Sparse X: all rows at once.
+        scaled chunk exist only chunk by chunk. Sparse X: likewise over CSR row
+        blocks (:meth:`_row_blocks`), each block's ``X_b^T diag(c) X_b`` a
+        sparse product of the block's size added to a dense ``d x d``.
         """
         W = np.asarray(W, dtype=np.float64)
         K = W.shape[0]
         if self.sparse:
-            Z = self.dot(W)
-            Z *= Y
-            C = fn(Z, Y, 0, self.n)
-            return [self.gram(C[:, k]) for k in range(K)]
+            return self._sparse_grams(W, Y, fn)
         d, s, a = self.d, self.s, self.a
         Wd = np.ascontiguousarray(W[:, :d].T)
         Hd = [np.zeros((d, d), order="F") for _ in range(K)]
@@ -360,6 +455,39 @@ class RowOperator:
         for k in range(K):
             H = np.zeros((self.p, self.p), order="F")
             H[:d, :d] = Hd[k]
+            if s is not None:
+                H[:d, d] = s * cross[k]
+                H[d, d] = s * s * csum[k]
+            out.append(H)
+        return out
+
+    def _sparse_grams(self, W, Y, fn):
+        d, s, a, K = self.d, self.s, self.a, W.shape[0]
+        Wd = np.ascontiguousarray(W[:, :d].T)
+        Hd = [np.zeros((d, d)) for _ in range(K)]
+        cross = np.zeros((K, d))
+        csum = np.zeros(K)
+        for i, j, blk in self._row_blocks():
+            Z = np.asarray(blk @ Wd)
+            if a is not None:
+                Z *= a[i:j, None]
+            if s is not None:
+                Z += s * W[:, d]
+            Z *= Y[i:j]
+            C = fn(Z, Y[i:j], i, j)
+            if s is not None:
+                csum += C.sum(axis=0)
+                Ca = C * a[i:j, None] if a is not None else C
+                cross += np.asarray(blk.T @ Ca).T
+            if a is not None:
+                C = C * (a[i:j, None] * a[i:j, None])
+            for k in range(K):
+                if np.any(C[:, k]):
+                    Hd[k] += (blk.T @ sp.diags(C[:, k]) @ blk).toarray()
+        out = []
+        for k in range(K):
+            H = np.zeros((self.p, self.p), order="F")
+            H[:d, :d] = np.triu(Hd[k])  # the upper triangle, as the dense path fills it
             if s is not None:
                 H[:d, d] = s * cross[k]
                 H[d, d] = s * s * csum[k]

@@ -198,9 +198,7 @@ def _hessian_factors(wflat, U, Y, loss, lam, shape, sw=None, rows=None):
         return S
 
     if p > _dense_hessian_max(U):
-        Z = U.dot(W)
-        Z *= Y
-        return _CGHessian(U, curvature(Z, Y, 0, n), lam)
+        return _CGHessian(U, U.map_margins(W, Y, curvature), lam)
     factors = []
     for H in U.grams(W, Y, curvature):
         H[np.diag_indices(p)] += lam
@@ -221,10 +219,10 @@ class _CGHessian:
         p = U.shape[1]
         out = []
         for k in range(G.shape[0]):
-            c = self.S[:, k:k + 1]
+            c = np.ascontiguousarray(self.S[:, k])
 
             def mv(v, c=c):
-                return U.rdot(c * U.dot(np.asarray(v).reshape(1, p)))[0] + lam * np.ravel(v)
+                return U.curvature_dot(c, v) + lam * np.ravel(v)
 
             x, _ = cg(LinearOperator((p, p), matvec=mv, dtype=np.float64), G[k],
                       rtol=_CG_RTOL, atol=0.0, maxiter=_CG_MAXITER)
