@@ -313,3 +313,30 @@ def test_gradient_route_clipping_matches_explicitly_scaled_rows(binding):
                                       np.random.default_rng(0), clip=clip, **kw)
     np.testing.assert_allclose(W1, W2, rtol=1e-12, atol=1e-14)
     assert binding == (np.linalg.norm(scaled - U) > 0)
+
+
+def test_unsorted_sparse_input_is_not_copied_and_duplicates_are_summed():
+    import scipy.sparse as sparse
+
+    from skdp.linear_model._rows import _as_float64_sparse, _has_duplicate_entries, row_norms_any
+
+    rng = np.random.default_rng(0)
+    A = sparse.random(3000, 40, density=0.1, format="csr", random_state=1)
+    # a sparse product leaves the column indices of each row unsorted
+    Xu = (sparse.diags(rng.uniform(0.5, 1.0, 3000)) @ A).tocsr()
+    assert not Xu.has_canonical_format
+    assert not _has_duplicate_entries(Xu) and _as_float64_sparse(Xu) is Xu
+    # the same matrix with one entry stored twice (halves of it): summed before the norms
+    data = np.concatenate([Xu.data[:1] / 2, Xu.data[:1] / 2, Xu.data[1:]])
+    idx = np.concatenate([Xu.indices[:1], Xu.indices[:1], Xu.indices[1:]])
+    ptr = Xu.indptr.copy()
+    ptr[1:] += 1
+    Xd = sparse.csr_matrix((data, idx, ptr), shape=Xu.shape)
+    assert _has_duplicate_entries(Xd) and _has_duplicate_entries(Xd.tocsc())
+    np.testing.assert_allclose(row_norms_any(Xd), np.linalg.norm(Xu.toarray(), axis=1), rtol=1e-14)
+    y = (Xu[:, 0].toarray().ravel() > 0).astype(int)
+    kw = dict(epsilon=1.0, delta=1e-5, data_norm=1.0, classes=[0, 1], random_state=3)
+    for Est in (PrivateLogisticRegression, PrivateHuberSVM):
+        a = Est(**kw).fit(Xd, y).coef_
+        b = Est(**kw).fit(Xu.toarray(), y).coef_
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-9)
