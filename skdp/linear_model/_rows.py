@@ -248,35 +248,6 @@ class RowOperator:
             return G
         return A.T @ self.X
 
-    def margin_chunks(self, W, Y):
-        """Yield ``(i, j, Z, T)`` for row chunks: the computed margins ``Z = Y * (U W^T)`` of
-        rows ``i:j`` and ``T = |U| |W|^T`` (the sums ``sum_j |u_ij w_kj|``), both in float64
-        (the certificate of :mod:`~skdp.linear_model._solver`; no copy of ``X``)."""
-        W = np.asarray(W, dtype=np.float64)
-        d, s, a = self.d, self.s, self.a
-        Wd = np.ascontiguousarray(W[:, :d].T)
-        Wa = np.abs(Wd)
-        if self.sparse:
-            chunks = self._row_blocks()
-        else:
-            chunks = [(i, j, None) for i, j in _chunks(self.n, d, _FUSED_BYTES)]
-        for i, j, blk in chunks:
-            if self.sparse:
-                Xc, Xa = blk, abs(blk)
-            else:
-                Xc = np.asarray(self.X[i:j], dtype=np.float64)
-                Xa = np.abs(Xc)
-            Z = np.asarray(Xc @ Wd)
-            T = np.asarray(Xa @ Wa)
-            if a is not None:
-                Z *= a[i:j, None]
-                T *= a[i:j, None]
-            if s is not None:
-                Z += s * W[:, d]
-                T += abs(s) * np.abs(W[:, d])
-            Z *= Y[i:j]
-            yield i, j, Z, T
-
     def _row_chunks(self):
         """``(i, j, rows)`` over the passes' chunks: dense ``_FUSED_BYTES`` row chunks
         (converted to float64) or the sparse CSR blocks of :meth:`_row_blocks`."""
@@ -286,21 +257,56 @@ class RowOperator:
         for i, j in _chunks(self.n, self.d, _FUSED_BYTES):
             yield i, j, np.asarray(self.X[i:j], dtype=np.float64)
 
+    def _margins(self, Xc, Wd, W, Y, i, j):
+        """The margins ``Y * (U W^T)`` of the rows ``i:j`` (``Xc`` their chunk, ``Wd`` the
+        contiguous ``W[:, :d]^T``; ``Y=None``: the products ``U W^T`` alone)."""
+        Z = np.asarray(Xc @ Wd)
+        if self.a is not None:
+            Z *= self.a[i:j, None]
+        if self.s is not None:
+            Z += self.s * W[:, self.d]
+        if Y is not None:
+            Z *= Y[i:j]
+        return Z
+
+    def margin_chunks(self, W, Y):
+        """Yield ``(i, j, Z, T)`` for row chunks: the computed margins ``Z = Y * (U W^T)`` of
+        rows ``i:j`` and ``T = |U| |W|^T`` (the sums ``sum_j |u_ij w_kj|``), both in float64
+        (the certificate of :mod:`~skdp.linear_model._solver`; no copy of ``X``)."""
+        W = np.asarray(W, dtype=np.float64)
+        d, s, a = self.d, self.s, self.a
+        Wd = np.ascontiguousarray(W[:, :d].T)
+        Wa = np.abs(Wd)
+        for i, j, Xc in self._row_chunks():
+            Z = self._margins(Xc, Wd, W, Y, i, j)
+            T = np.asarray(abs(Xc) @ Wa)
+            if a is not None:
+                T *= a[i:j, None]
+            if s is not None:
+                T += abs(s) * np.abs(W[:, d])
+            yield i, j, Z, T
+
+    def map_margins(self, W, Y, fn):
+        """``fn(Z, Yc, i, j)`` of the margins ``Z = Yc * (U W^T)`` of each row chunk, stacked
+        into one (n, K) array (the chunk's margins are its only temporaries)."""
+        W = np.asarray(W, dtype=np.float64)
+        Wd = np.ascontiguousarray(W[:, :self.d].T)
+        out = np.empty((self.n, W.shape[0]))
+        for i, j, Xc in self._row_chunks():
+            out[i:j] = fn(self._margins(Xc, Wd, W, Y, i, j), Y[i:j], i, j)
+        return out
+
     def curvature_dot(self, c, v):
         """``U^T diag(c) U v`` for ``c`` of shape (n,) and ``v`` of shape (p,), chunk by chunk
         (the Hessian-vector product of the conjugate-gradient Newton steps; no length-``n``
         temporary)."""
         d, s, a = self.d, self.s, self.a
-        v = np.asarray(v, dtype=np.float64).ravel()
-        vd = v[:d]
+        v = np.asarray(v, dtype=np.float64).reshape(1, -1)
+        vd = np.ascontiguousarray(v[:, :d].T)
         out = np.zeros(d)
         tail = 0.0
         for i, j, Xc in self._row_chunks():
-            z = np.asarray(Xc @ vd).ravel()
-            if a is not None:
-                z *= a[i:j]
-            if s is not None:
-                z += s * v[d]
+            z = self._margins(Xc, vd, v, None, i, j)[:, 0]
             z *= c[i:j]
             if s is not None:
                 tail += z.sum()
@@ -310,23 +316,6 @@ class RowOperator:
         if s is None:
             return out
         return np.concatenate([out, [s * tail]])
-
-    def map_margins(self, W, Y, fn):
-        """``fn(Z, Yc, i, j)`` of the margins ``Z = Yc * (U W^T)`` of each row chunk, stacked
-        into one (n, K) array (the chunk's margins are its only temporaries)."""
-        W = np.asarray(W, dtype=np.float64)
-        d, s, a = self.d, self.s, self.a
-        Wd = np.ascontiguousarray(W[:, :d].T)
-        out = np.empty((self.n, W.shape[0]))
-        for i, j, Xc in self._row_chunks():
-            Z = np.asarray(Xc @ Wd)
-            if a is not None:
-                Z *= a[i:j, None]
-            if s is not None:
-                Z += s * W[:, d]
-            Z *= Y[i:j]
-            out[i:j] = fn(Z, Y[i:j], i, j)
-        return out
 
     def dot(self, W):
         """``U @ W^T`` for ``W`` of shape (K, p): shape (n, K)."""
@@ -353,10 +342,11 @@ class RowOperator:
         """``(sum of fn's values, A^T U)`` where ``fn(Z, Yc, i, j) -> (value, A)`` gets the
         margins ``Z = Yc * (U W^T)`` of rows ``i:j`` and returns their coefficients ``A``.
 
-        Dense X: one pass over cache-sized row chunks, each read once for both
-        products (float32 chunks converted to float64); sparse X: the same over
-        CSR row blocks of ``_SPARSE_ROWS`` rows (views, :meth:`_row_blocks`), so
-        the margins and coefficients exist block by block, never for all rows.
+        One pass over the row chunks (:meth:`_row_chunks`: cache-sized dense
+        chunks, float32 ones converted to float64, or CSR row blocks of
+        ``_SPARSE_ROWS`` rows), each read once for both products; the margins
+        and coefficients exist chunk by chunk, and each chunk's sum is formed
+        fresh and then added (the depth of :meth:`sum_depth`).
         """
         W = np.asarray(W, dtype=np.float64)
         d, s, a = self.d, self.s, self.a
@@ -365,26 +355,15 @@ class RowOperator:
         Gd = np.zeros((K, d))
         gs = np.zeros(K)
         fsum = 0.0
-        if self.sparse:
-            chunks = self._row_blocks()
-        else:
-            chunks = [(i, j, None) for i, j in _chunks(self.n, d, _FUSED_BYTES)]
-        for i, j, blk in chunks:
-            Xc = blk if self.sparse else np.asarray(self.X[i:j], dtype=np.float64)
-            Z = np.asarray(Xc @ Wd)
-            if a is not None:
-                Z *= a[i:j, None]
-            if s is not None:
-                Z += s * W[:, d]
+        for i, j, Xc in self._row_chunks():
             Yc = Y[i:j]
-            Z *= Yc
-            part, A = fn(Z, Yc, i, j)
+            part, A = fn(self._margins(Xc, Wd, W, Y, i, j), Yc, i, j)
             fsum += part
             if s is not None:
                 gs += A.sum(axis=0)
             if a is not None:
                 A *= a[i:j, None]
-            Gd += np.asarray(Xc.T @ A).T if self.sparse else A.T @ Xc
+            Gd += np.asarray(Xc.T @ A).T
         if s is None:
             return fsum, Gd
         G = np.empty((K, self.p))
@@ -408,38 +387,35 @@ class RowOperator:
     def grams(self, W, Y, fn):
         """``[U^T diag(c_k) U for k]`` with ``c = fn(Z, Yc, i, j)`` of the margins of each chunk.
 
-        Dense X: one pass over row chunks; the margins, the curvatures and the
-        scaled chunk exist only chunk by chunk. Sparse X: likewise over CSR row
-        blocks (:meth:`_row_blocks`), each block's ``X_b^T diag(c) X_b`` a
-        sparse product of the block's size added to a dense ``d x d``.
+        One pass over the row chunks (:meth:`_row_chunks`); the margins, the
+        curvatures and the scaled chunk exist only chunk by chunk. Dense rows
+        enter through BLAS ``syrk`` (rows of zero curvature skipped), sparse
+        blocks as the sparse product ``X_b^T diag(c) X_b`` added to a dense
+        ``d x d``. The upper triangle is filled.
         """
         W = np.asarray(W, dtype=np.float64)
         K = W.shape[0]
-        if self.sparse:
-            return self._sparse_grams(W, Y, fn)
         d, s, a = self.d, self.s, self.a
         Wd = np.ascontiguousarray(W[:, :d].T)
         Hd = [np.zeros((d, d), order="F") for _ in range(K)]
         cross = np.zeros((K, d))
         csum = np.zeros(K)
         buf = None
-        for i, j in _chunks(self.n, d):
-            if buf is None:
-                buf = np.empty((j - i, d))
-            Xc = np.asarray(self.X[i:j])
-            Z = Xc @ Wd if Xc.dtype == np.float64 else np.asarray(Xc, np.float64) @ Wd
-            if a is not None:
-                Z *= a[i:j, None]
-            if s is not None:
-                Z += s * W[:, d]
-            Z *= Y[i:j]
-            C = fn(Z, Y[i:j], i, j)
+        for i, j, Xc in self._row_chunks():
+            C = fn(self._margins(Xc, Wd, W, Y, i, j), Y[i:j], i, j)
             if s is not None:
                 csum += C.sum(axis=0)
                 Ca = C * a[i:j, None] if a is not None else C
-                cross += Ca.T @ Xc
+                cross += np.asarray(Xc.T @ Ca).T
             if a is not None:
                 C = C * (a[i:j, None] * a[i:j, None])
+            if self.sparse:
+                for k in range(K):
+                    if np.any(C[:, k]):
+                        Hd[k] += (Xc.T @ sp.diags(C[:, k]) @ Xc).toarray()
+                continue
+            if buf is None:
+                buf = np.empty((j - i, d))
             root = np.sqrt(C)
             for k in range(K):
                 live = np.flatnonzero(root[:, k])  # rows of zero curvature add nothing
@@ -454,40 +430,7 @@ class RowOperator:
         out = []
         for k in range(K):
             H = np.zeros((self.p, self.p), order="F")
-            H[:d, :d] = Hd[k]
-            if s is not None:
-                H[:d, d] = s * cross[k]
-                H[d, d] = s * s * csum[k]
-            out.append(H)
-        return out
-
-    def _sparse_grams(self, W, Y, fn):
-        d, s, a, K = self.d, self.s, self.a, W.shape[0]
-        Wd = np.ascontiguousarray(W[:, :d].T)
-        Hd = [np.zeros((d, d)) for _ in range(K)]
-        cross = np.zeros((K, d))
-        csum = np.zeros(K)
-        for i, j, blk in self._row_blocks():
-            Z = np.asarray(blk @ Wd)
-            if a is not None:
-                Z *= a[i:j, None]
-            if s is not None:
-                Z += s * W[:, d]
-            Z *= Y[i:j]
-            C = fn(Z, Y[i:j], i, j)
-            if s is not None:
-                csum += C.sum(axis=0)
-                Ca = C * a[i:j, None] if a is not None else C
-                cross += np.asarray(blk.T @ Ca).T
-            if a is not None:
-                C = C * (a[i:j, None] * a[i:j, None])
-            for k in range(K):
-                if np.any(C[:, k]):
-                    Hd[k] += (blk.T @ sp.diags(C[:, k]) @ blk).toarray()
-        out = []
-        for k in range(K):
-            H = np.zeros((self.p, self.p), order="F")
-            H[:d, :d] = np.triu(Hd[k])  # the upper triangle, as the dense path fills it
+            H[:d, :d] = np.triu(Hd[k]) if self.sparse else Hd[k]
             if s is not None:
                 H[:d, d] = s * cross[k]
                 H[d, d] = s * s * csum[k]

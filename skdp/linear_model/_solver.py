@@ -373,6 +373,7 @@ class _Certificate:
         self.exact = bool(exact)
         self.f = 1.0 if exact else 1.0 + rounding_gamma(int(k) + 2)
         self.margins = margins
+        self._last = (None, None)  # (W, margin bound): the final tests repeat the last point
 
     def __call__(self, w, gnorm):
         if self.exact:
@@ -383,7 +384,13 @@ class _Certificate:
             return False
         if base + self.e1 * nw <= self.gamma:
             return True
-        return self.margins is not None and base + self.margins(w) <= self.gamma
+        if self.margins is None:
+            return False
+        last_w, last_m = self._last
+        if last_w is None or not np.array_equal(last_w, w):
+            last_w, last_m = np.array(w, copy=True), self.margins(w)
+            self._last = (last_w, last_m)
+        return base + last_m <= self.gamma
 
 
 def _newton(best, U, Y, loss, lam, B, ok, max_steps, fast, sw=None, rows=None):
