@@ -351,13 +351,33 @@ def test_dp_sgd_noise_multiplier_against_accountant():
     # per-step rounded per-record radius clip + g sqrt(k) (skdp.mechanisms._grid)
     np.testing.assert_allclose(clf.noise_spec_.params["sigma"], z * clip, rtol=GRID_RTOL)
     assert clf.noise_spec_.params["sigma"] >= z * clip
+    # the coins' exact rate (integer comparisons with 2^53 outcomes) is what is accounted
+    q = clf.privacy_info_["sampling_rate"]
+    import math
+
+    assert q == math.ceil(bs / 1000 * 2.0**53) / 2.0**53 and 0 <= q - bs / 1000 < 2.0**-52
     # replace-one directly: sensitivity = the per-record radius (the pair N(-C) / N(+C))
-    assert _replace_pld_epsilon(dpa, z, bs / 1000, T, delta) <= eps
-    assert _replace_pld_epsilon(dpa, z * 0.99, bs / 1000, T, delta) > eps
+    assert _replace_pld_epsilon(dpa, z, q, T, delta) <= eps
+    assert _replace_pld_epsilon(dpa, z * 0.99, q, T, delta) > eps
     # and tighter than the former group-privacy conversion of the add/remove RDP bound
     acc = dpa.rdp.RdpAccountant()
     acc.compose(dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(bs / 1000, dpa.GaussianDpEvent(z)), T))
     assert acc.get_epsilon(delta / (1 + np.exp(eps / 2))) > eps / 2
+
+
+def test_poisson_coins_flip_at_the_accounted_rate():
+    # one uniform integer in [0, 2^53) per record, kept below k = q 2^53: rate exactly q
+    from scipy import stats as st
+
+    from skdp.linear_model._erm import _coin_rate, _poisson_coins
+
+    rng = np.random.default_rng(5)
+    for q0 in (0.3, 1 / 3, 1e-3):
+        q = _coin_rate(q0)
+        assert q >= q0 and q - q0 < 2.0**-52 and (q * 2.0**53).is_integer()
+        n = 2_000_000
+        kept = _poisson_coins(n, q, rng).size
+        assert st.binomtest(kept, n, q).pvalue > 1e-4
 
 
 def test_accountant_noise_multiplier_is_tight_and_safe():

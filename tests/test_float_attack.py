@@ -217,14 +217,14 @@ _FLOAT_SAMPLERS = (
     "standard_exponential", "uniform", "beta", "chisquare", "multivariate_normal", "logistic",
     "gumbel", "lognormal", "standard_cauchy", "standard_t", "vonmises", "wald", "weibull",
     "rayleigh", "pareto", "power", "triangular", "f", "noncentral_chisquare", "noncentral_f",
-    "dirichlet",
+    "dirichlet", "random",
 )
 
 
 class _IntegerOnlyGenerator(np.random.Generator):
     """A Generator whose floating-point samplers raise: the exact samplers of
-    :mod:`skdp.mechanisms._discrete` call ``integers`` only. ``random`` (a uniform
-    double) stays allowed for Poisson subsampling's coins, which are not noise."""
+    :mod:`skdp.mechanisms._discrete` and Poisson subsampling's coins call ``integers``
+    only."""
 
     def __init__(self, seed):
         super().__init__(np.random.PCG64(seed))

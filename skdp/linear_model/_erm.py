@@ -986,7 +986,7 @@ def _gradient_spec(K, p, n, eps, delta, mechanism, T, batch_size, clip, sparse=F
     if batch_size is None or batch_size >= n:
         q = 1.0
     else:
-        q = batch_size / n
+        q = _coin_rate(batch_size / n)
     gaussian = mechanism in ("auto", "analytic_gaussian") and delta > 0
     # Floating-point safety: every step releases g * (round(sum / g) + Y) with Y
     # discrete Gaussian (skdp.mechanisms._grid). A step's rounded sum moves by at
@@ -1045,6 +1045,27 @@ def _gradient_spec(K, p, n, eps, delta, mechanism, T, batch_size, clip, sparse=F
     return spec, accounting, z, q, gaussian, curve
 
 
+_COIN_BITS = 53
+
+
+def _coin_rate(q):
+    """The Poisson sampling rate the coins realise exactly: ``ceil(q 2^53) / 2^53 >= q``.
+
+    Each record is kept when a uniform integer in ``[0, 2^53)`` is below
+    ``ceil(q 2^53)`` (:func:`_poisson_coins`): probability exactly this rate, a
+    double, which the accountant then uses (at most ``2^-53`` above
+    ``batch_size / n``; a larger rate only weakens the amplification, so
+    the guarantee is computed for the coins actually flipped)."""
+    return math.ceil(float(q) * 2.0**_COIN_BITS) / 2.0**_COIN_BITS
+
+
+def _poisson_coins(n, q, rng):
+    """Indices of the records kept by ``n`` independent coins of rate ``q = _coin_rate(.)``
+    (integer comparisons only: the rate is exact)."""
+    k = int(q * 2.0**_COIN_BITS)  # exact: q is a multiple of 2^-53
+    return np.flatnonzero(rng.integers(0, 1 << _COIN_BITS, size=n, dtype=np.int64) < k)
+
+
 def _gradient_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, rng, *,
                            n_steps, batch_size, clip, learning_rate, sample_weight=None):
     K, p = Y.shape[1], U.shape[1]
@@ -1069,7 +1090,7 @@ def _gradient_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, rng, *,
         if gaussian and t % block == 0:
             pre = spec.mechanism_.draw_grid_noise(spec, min(block, T - t), rng)
         if q < 1.0:
-            idx = np.flatnonzero(rng.random(n) < q)
+            idx = _poisson_coins(n, q, rng)
             Us, Ys = U.take(idx), Y[idx]
             norm_s = unorm[idx] if needs_clip else None
             ws = None if sample_weight is None else sample_weight[idx]
