@@ -324,3 +324,33 @@ def test_the_guard_catches_a_floating_point_route(est):
         warnings.simplefilter("ignore")
         with pytest.raises(AssertionError, match="floating-point noise"):
             model.fit(*args)
+
+
+@pytest.mark.parametrize("strategy", ["negative_binomial", "random_stopping", "exhaustive"])
+def test_private_grid_search_draws_no_floating_point_randomness(strategy, monkeypatch):
+    # every generator the search makes (its own, the runs' seeds, the inner fits') is an
+    # integer-only one: the number of runs, the splits and all noise are exact draws
+    from skdp.linear_model import PrivateLogisticRegression
+    from skdp.model_selection import PrivateGridSearchCV
+
+    made = []
+    real = np.random.default_rng
+
+    def integer_only(seed=None):
+        gen = _IntegerOnlyGenerator(np.random.SeedSequence() if seed is None else seed)
+        made.append(gen)
+        return gen
+
+    rng = real(1)
+    X = rng.uniform(-1, 1, size=(2000, 4)) / 2
+    X[:, 3] = 0.0
+    y = (X[:, 0] + 0.1 * rng.normal(size=2000) > 0).astype(int)
+    monkeypatch.setattr(np.random, "default_rng", integer_only)
+    search = PrivateGridSearchCV(
+        PrivateLogisticRegression(data_norm=1.0, classes=[0, 1]), {"C": [0.1, 1.0, 10.0]},
+        epsilon=2.0, delta=1e-5 if strategy == "exhaustive" else 0.0, strategy=strategy,
+        random_state=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        search.fit(X, y)
+    assert made and sum(g.integer_calls for g in made) > 0

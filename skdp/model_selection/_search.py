@@ -12,6 +12,7 @@ exact scores leaks. Its total cost is the basic composition of all fits and
 its selection step is not covered at all.
 """
 
+import math
 import numbers
 from numbers import Real
 
@@ -34,6 +35,35 @@ __all__ = ["PrivateGridSearchCV", "random_stopping_runs", "negative_binomial_run
 _PRIVACY_KEYS = ("epsilon", "delta", "accountant", "random_state")
 
 
+def _uniform_below(den, rng):
+    """A uniform integer in ``[0, den)`` for a Python int ``den >= 1``: ``b`` random bits
+    (``b`` the bit length of ``den``, from 62-bit ``rng.integers`` words), redrawn while
+    at least ``den`` (fewer than two rounds on average). Exact."""
+    b = den.bit_length()
+    while True:
+        v, got = 0, 0
+        while got < b:
+            take = min(62, b - got)
+            v = (v << take) | int(rng.integers(0, 1 << take))
+            got += take
+        if v < den:
+            return v
+
+
+def _bernoulli(p, rng):
+    """Exact Bernoulli(``p``) for a rational ``p`` in [0, 1] (a :class:`fractions.Fraction`)."""
+    return _uniform_below(p.denominator, rng) < p.numerator
+
+
+def _failures_before(successes, p, rng):
+    """Failures before the ``successes``-th success of exact Bernoulli(``p``) trials."""
+    k = 0
+    for _ in range(successes):
+        while not _bernoulli(p, rng):
+            k += 1
+    return k
+
+
 def random_stopping_runs(stopping_probability, rng):
     """Number of runs of Liu & Talwar's random stopping: ``K ~ Geometric(gamma)``.
 
@@ -41,9 +71,13 @@ def random_stopping_runs(stopping_probability, rng):
     flip with success probability ``gamma`` after every run; stop on
     success), so ``E[K] = 1 / gamma``. The coins do not depend on the data,
     so drawing them all before the first run gives the same joint
-    distribution as flipping them one by one.
+    distribution as flipping them one by one. Each coin is exact: ``gamma``
+    (a double) is a rational, compared with a uniform integer
+    (:func:`_bernoulli`); no floating-point sampler is involved.
     """
-    return int(rng.geometric(stopping_probability))
+    from fractions import Fraction
+
+    return 1 + _failures_before(1, Fraction(float(stopping_probability)), rng)
 
 
 def negative_binomial_runs(eta, gamma, rng):
@@ -64,14 +98,34 @@ def negative_binomial_runs(eta, gamma, rng):
     law depends on the public ``eta`` and ``gamma`` only, it is drawn before
     the data are touched, and the privacy theorem is proved for exactly
     this law (with ``K`` kept secret).
+
+    Sampling is exact, in integer and rational arithmetic (no floating-point
+    sampler): with ``m = max(1, ceil(eta))``, propose ``k`` failures before
+    ``m`` successes of exact Bernoulli(``gamma``) coins (the negative
+    binomial ``NB(m, gamma)``, ``P(k) ∝ (1 - gamma)^k prod_{l<k} (l + m) /
+    (l + 1)``), redraw ``k = 0``, and accept with probability ``r_k = prod_{l<k}
+    (l + eta) / (l + m) <= 1`` (``eta = 0``: ``1 / k``, the log-series ratio),
+    itself an exact Bernoulli of a rational (``eta`` and ``gamma`` are
+    doubles, hence rationals). The accepted ``k`` has the law above
+    (rejection sampling: target over proposal is proportional to ``r_k``).
     """
+    from fractions import Fraction
+
     if gamma == 1.0:
         return 1
-    if eta == 0.0:
-        return int(rng.logseries(1.0 - gamma))
+    g, e = Fraction(float(gamma)), Fraction(float(eta))
+    m = max(1, math.ceil(float(eta)))
     while True:
-        k = int(rng.negative_binomial(eta, gamma))
-        if k > 0:
+        k = _failures_before(m, g, rng)
+        if k == 0:
+            continue  # the truncation to K >= 1
+        if e == 0:
+            r = Fraction(1, k)
+        else:
+            r = Fraction(1)
+            for lv in range(k):
+                r *= (lv + e) / (lv + m)
+        if _bernoulli(r, rng):
             return k
 
 
