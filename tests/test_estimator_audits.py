@@ -28,15 +28,15 @@ on delta of the honest route / of the route with its noise times the factor):
 route                      honest  factor      bound
 =========================  ======  ==========  ======
 logistic output            0       0.25        0.143
-logistic objective (AMP)   0       0.1         0.534
+logistic objective (AMP)   0       0.1         0.717
 logistic DP-GD, T=20       0       0.25        0.339
 logistic DP-SGD, q=0.5     0       0.25        0.147
 logistic objective (pure)  0       0.15        0.330
 huber output               0       0.5         0.170
-huber objective (AMP)      0       0.25        0.336
+huber objective (AMP)      0       0.25        0.474
 huber objective (pure)     0       0.25        0.323
 huber DP-GD, T=20          0       0.25        0.336
-huber objective, C="auto"  0       0.1         0.182
+huber objective, C="auto"  0       0.1         0.393
 logistic AMP, 3 classes    0       0.1         0.348
 OLS ssp                    0       0.5         0.115
 OLS adassp (joint)         0       0.5         0.070
