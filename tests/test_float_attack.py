@@ -248,7 +248,7 @@ for _name in _FLOAT_SAMPLERS:
 def _route_cases():
     from skdp import PrivateRandomProjection
     from skdp.linear_model import PrivateHuberSVM, PrivateLogisticRegression, PrivateOLS
-    from skdp.preprocessing import PrivateStandardScaler
+    from skdp.preprocessing import PrivateRowNormScaler, PrivateStandardScaler
 
     clf = dict(data_norm=1.0, classes=[0, 1])
     return {
@@ -275,6 +275,7 @@ def _route_cases():
         "random-projection": PrivateRandomProjection(n_components=2, data_norm=1.0, delta=1e-3),
         "standard-scaler": PrivateStandardScaler(bounds=(-1.0, 1.0)),
         "standard-scaler-gauss": PrivateStandardScaler(bounds=(-1.0, 1.0), delta=1e-5),
+        "row-norm-scaler": PrivateRowNormScaler(norm_range=(1e-3, 10.0)),
     }
 
 
@@ -293,7 +294,7 @@ def test_verified_routes_draw_no_floating_point_noise(route):
     est.set_params(random_state=gen)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a verified route does not warn (nothing inferred)
-        if route.startswith(("pca", "random", "standard")):
+        if route.startswith(("pca", "random", "standard", "row-norm")):
             est.fit(X)
         else:
             est.fit(X, y)
