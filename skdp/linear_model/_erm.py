@@ -916,15 +916,15 @@ def _objective_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma,
         spec1 = calibrate(Query(shape=(K, p), l2_sensitivity=sens1), eps3, delta1, mechanism=mechanism)
         name2 = mechanism
         sigma1 = None
-    b_shift = 0.0
     if sigma1 is not None:  # AMP: exact discrete Gaussian on the grid b_grid
         b = _draw_objective_noise(sigma1, b_grid, (K, p), rng)
-        b_shift = b_grid * np.sqrt(K * p) / 2.0
     elif b_grid is not None:  # pure: exact discrete Laplace on the grid b_grid
         b = _draw_pure_objective_noise(spec1.params["t"], b_grid, (K, p), rng)
-        b_shift = b_grid * np.sqrt(K * p) / 2.0
     else:
         b = _density_noise(spec1, rng)
+    # b = grid * integer is within half a grid step per coordinate of the continuous noise
+    # it is coupled to (0 for the continuous draws)
+    b_shift = 0.0 if b_grid is None else b_grid * np.sqrt(K * p) / 2.0
     W = minimize(U, Y, loss, lam_tot, b, gamma, max_iter, R, sample_weight)
     # the released W~ is within (gamma + b_shift) / lambda' of the exact minimiser for the
     # continuous noise coupled to b (b_shift = 0 for the continuous draws)

@@ -52,6 +52,20 @@ def _chunks(n, d, nbytes=_CHUNK_BYTES):
         yield start, min(n, start + step)
 
 
+def sum_depth(n, d, sparse):
+    """Additions a row's term meets in the sums over rows of :meth:`RowOperator.fused` (a
+    public number: ``n``, ``d`` and the input kind).
+
+    Dense ``X``: products over row chunks of ``m = _FUSED_BYTES / (8 d)`` rows (any
+    order inside a chunk), added chunk by chunk. Sparse ``X``: ``A^T @ X`` over CSR row
+    blocks of ``_SPARSE_ROWS`` rows, likewise.
+    """
+    n = max(int(n), 1)
+    m = _SPARSE_ROWS if sparse else max(1, _FUSED_BYTES // (8 * max(int(d), 1)))
+    m = min(n, m)
+    return chunked_sum_depth(n, m, m)
+
+
 def _has_duplicate_entries(X):
     """Whether a CSR/CSC matrix stores some (row, column) twice, checked without copying it.
 
@@ -174,7 +188,6 @@ class RowOperator:
         self.s = None if intercept is None else float(intercept)
         self.n, self.d = X.shape
         self.p = self.d + (0 if self.s is None else 1)
-        self._chunked = not self.sparse and X.dtype != np.float64
 
     @property
     def shape(self):
@@ -190,12 +203,6 @@ class RowOperator:
         if self.a is not None:
             nx = nx * self.a
         return nx if self.s is None else np.hypot(nx, self.s)
-
-    def _xdot(self, M):  # X @ M, M (d, K) -> (n, K) float64
-        if self._chunked:
-            return safe_matmul(self.X, M)
-        out = self.X @ M
-        return np.asarray(out)
 
     def _row_blocks(self):
         """``[(i, j, rows i:j)]``: CSR views of ``_SPARSE_ROWS`` rows each, built once.
@@ -219,34 +226,8 @@ class RowOperator:
         return self._blocks
 
     def sum_depth(self):
-        """Additions a row's term meets in the sums over rows of :meth:`fused` (a public
-        number: ``n``, ``d`` and the input kind).
-
-        Dense ``X``: products over row chunks of ``m = _FUSED_BYTES / (8 d)``
-        rows (any order inside a chunk), added chunk by chunk. Sparse ``X``:
-        ``A^T @ X`` over CSR row chunks of ``_SPARSE_ROWS`` rows, likewise.
-        """
-        if self.sparse:
-            m = min(self.n, _SPARSE_ROWS)
-        else:
-            m = min(self.n, max(1, _FUSED_BYTES // (8 * max(self.d, 1))))
-        return chunked_sum_depth(self.n, max(m, 1), max(m, 1))
-
-    def _xtdot(self, A):  # A^T @ X, A (n, K) -> (K, d) float64
-        if self.sparse:
-            X = self.X
-            if self.n <= _SPARSE_ROWS:
-                return np.asarray(X.T @ A).T
-            G = np.zeros((A.shape[1], self.d))
-            for i, j, blk in self._row_blocks():
-                G += np.asarray(blk.T @ A[i:j]).T  # each chunk's sum fresh, then one addition
-            return G
-        if self._chunked:
-            G = np.zeros((A.shape[1], self.d))
-            for i, j in _chunks(self.n, self.d):
-                G += A[i:j].T @ np.asarray(self.X[i:j], dtype=np.float64)
-            return G
-        return A.T @ self.X
+        """The summation depth of this operator's row sums (:func:`sum_depth`)."""
+        return sum_depth(self.n, self.d, self.sparse)
 
     def _row_chunks(self):
         """``(i, j, rows)`` over the passes' chunks: dense ``_FUSED_BYTES`` row chunks
@@ -288,12 +269,13 @@ class RowOperator:
 
     def map_margins(self, W, Y, fn):
         """``fn(Z, Yc, i, j)`` of the margins ``Z = Yc * (U W^T)`` of each row chunk, stacked
-        into one (n, K) array (the chunk's margins are its only temporaries)."""
+        into one (n, K) array (the chunk's margins are its only temporaries; ``Y=None``:
+        ``Z = U W^T`` and ``Yc = None``)."""
         W = np.asarray(W, dtype=np.float64)
         Wd = np.ascontiguousarray(W[:, :self.d].T)
         out = np.empty((self.n, W.shape[0]))
         for i, j, Xc in self._row_chunks():
-            out[i:j] = fn(self._margins(Xc, Wd, W, Y, i, j), Y[i:j], i, j)
+            out[i:j] = fn(self._margins(Xc, Wd, W, Y, i, j), None if Y is None else Y[i:j], i, j)
         return out
 
     def curvature_dot(self, c, v):
@@ -319,18 +301,14 @@ class RowOperator:
 
     def dot(self, W):
         """``U @ W^T`` for ``W`` of shape (K, p): shape (n, K)."""
-        W = np.asarray(W, dtype=np.float64)
-        Z = self._xdot(np.ascontiguousarray(W[:, :self.d].T))
-        if self.a is not None:
-            Z *= self.a[:, None]
-        if self.s is not None:
-            Z += self.s * W[:, self.d]
-        return Z
+        return self.map_margins(W, None, lambda Z, Yc, i, j: Z)
 
     def rdot(self, A):
-        """``A^T @ U`` for ``A`` of shape (n, K): shape (K, p)."""
-        Aa = A * self.a[:, None] if self.a is not None else A
-        Gd = self._xtdot(Aa)
+        """``A^T @ U`` for ``A`` of shape (n, K): shape (K, p), over the row chunks."""
+        Gd = np.zeros((A.shape[1], self.d))
+        for i, j, Xc in self._row_chunks():
+            Ac = A[i:j] * self.a[i:j, None] if self.a is not None else A[i:j]
+            Gd += np.asarray(Xc.T @ Ac).T
         if self.s is None:
             return Gd
         G = np.empty((A.shape[1], self.p))
@@ -391,7 +369,8 @@ class RowOperator:
         curvatures and the scaled chunk exist only chunk by chunk. Dense rows
         enter through BLAS ``syrk`` (rows of zero curvature skipped), sparse
         blocks as the sparse product ``X_b^T diag(c) X_b`` added to a dense
-        ``d x d``. The upper triangle is filled.
+        ``d x d``. The upper triangle is filled. ``Y=None``: ``fn`` gets ``Z = U W^T``
+        and ``Yc = None``.
         """
         W = np.asarray(W, dtype=np.float64)
         K = W.shape[0]
@@ -402,7 +381,7 @@ class RowOperator:
         csum = np.zeros(K)
         buf = None
         for i, j, Xc in self._row_chunks():
-            C = fn(self._margins(Xc, Wd, W, Y, i, j), Y[i:j], i, j)
+            C = fn(self._margins(Xc, Wd, W, Y, i, j), None if Y is None else Y[i:j], i, j)
             if s is not None:
                 csum += C.sum(axis=0)
                 Ca = C * a[i:j, None] if a is not None else C
@@ -438,33 +417,10 @@ class RowOperator:
         return out
 
     def gram(self, c):
-        """``U^T diag(c) U`` (upper triangle filled; shape (p, p)) for ``c >= 0`` of shape (n,).
-
-        Dense X: accumulated with BLAS ``syrk`` over row chunks (one chunk-sized
-        buffer, never a copy of X). Sparse X: ``X^T diag(c a^2) X`` as a sparse
-        product, then dense ``p x p``.
-        """
+        """``U^T diag(c) U`` (upper triangle filled; shape (p, p)) for ``c >= 0`` of shape (n,):
+        :meth:`grams` with the curvature ``c`` itself (chunk by chunk, never a copy of X)."""
         c = np.asarray(c, dtype=np.float64)
-        ca = c if self.a is None else c * self.a * self.a
-        d, p = self.d, self.p
-        H = np.zeros((p, p), order="F")
-        if self.sparse:
-            H[:d, :d] = (self.X.T @ sp.diags(ca) @ self.X).toarray()
-        else:
-            Hd = np.zeros((d, d), order="F")
-            root = np.sqrt(ca)
-            buf = None
-            for i, j in _chunks(self.n, d):
-                if buf is None:
-                    buf = np.empty((j - i, d))
-                Xc = np.multiply(self.X[i:j], root[i:j, None], out=buf[:j - i])  # one buffer
-                Hd = blas.dsyrk(1.0, Xc.T, beta=1.0, c=Hd, trans=0, lower=0, overwrite_c=1)
-            H[:d, :d] = Hd
-        if self.s is not None:
-            cs = c if self.a is None else c * self.a
-            H[:d, d] = self.s * self._xtdot(cs[:, None])[0]
-            H[d, d] = self.s * self.s * c.sum()
-        return H
+        return self.grams(np.zeros((1, self.p)), None, lambda Z, Yc, i, j: c[i:j, None])[0]
 
 
 def as_operator(U):

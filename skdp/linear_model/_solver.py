@@ -131,8 +131,8 @@ import math
 import numpy as np
 from scipy import linalg, optimize
 
-from .._stats import UNIT_ROUNDOFF, chunked_sum_depth, computed_row_bound, rounding_gamma
-from ._rows import _FUSED_BYTES, _SPARSE_ROWS, as_operator
+from .._stats import UNIT_ROUNDOFF, computed_row_bound, rounding_gamma
+from ._rows import as_operator, sum_depth
 
 __all__ = ["minimize", "accelerated_iteration_cap", "gradient_error_bound", "margin_error",
            "float_floor"]
@@ -312,11 +312,9 @@ def float_floor(n, d, K, R, sparse):
     """The part of :func:`gradient_error_bound`'s ``e0`` known before the data: public.
 
     ``sqrt(K) R' gamma_{h+30}`` for ``n`` rows of ``d`` features (``sparse``:
-    the input kind), the depth ``h`` as :meth:`RowOperator.sum_depth` forms it.
+    the input kind), the depth ``h`` of :func:`~skdp.linear_model._rows.sum_depth`.
     """
-    n = max(int(n), 1)
-    m = min(n, _SPARSE_ROWS) if sparse else min(n, max(1, _FUSED_BYTES // (8 * max(int(d), 1))))
-    h = chunked_sum_depth(n, max(m, 1), max(m, 1))
+    h = sum_depth(n, d, sparse)
     return float(np.sqrt(K) * computed_row_bound(R, d) * rounding_gamma(h + 30))
 
 
@@ -360,8 +358,9 @@ class _Certificate:
     ``k = K p`` squares and a square root: ``||g~|| <= nu (1 + gamma_{k+2})``),
     ``||grad F(W)|| <= ||g~|| + e0 + e1 ||W||`` (:func:`gradient_error_bound`),
     so ``nu (1 + gamma_{k+2}) + e0 + e1 ||W|| (1 + gamma_{k+2}) <= gamma``
-    implies the bound. When that worst case is too coarse, the margins' part
-    ``c R'^2 gamma_{d+4} ||W||`` of ``e1 ||W||`` is replaced by
+    implies the bound. The coefficient comes in two parts: ``e1``, the margins'
+    ``c R'^2 gamma_{d+4}``, and ``e_lam = 4 u lam``. When the margins' worst case
+    ``e1 ||W||`` is too coarse, it is replaced by
     :func:`margin_error` read from the rows at ``W`` (``margins``: a callable
     of ``W``; one more pass). ``exact=True`` (``e0 = e1 = 0``, no factor) is
     the exact-arithmetic test (the warm start on a row subset, tests).
@@ -379,7 +378,7 @@ class _Certificate:
         if self.exact:
             return gnorm <= self.gamma
         nw = float(np.linalg.norm(w)) * self.f
-        base = gnorm * self.f + self.e0 + (self.e_lam * nw if self.margins is not None else 0.0)
+        base = gnorm * self.f + self.e0 + self.e_lam * nw
         if not base <= self.gamma:
             return False
         if base + self.e1 * nw <= self.gamma:
