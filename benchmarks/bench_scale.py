@@ -52,19 +52,19 @@ Measured (2 shared cores, one BLAS thread; single timings swing by about 30%):
 input                          PCA     OLS ssp    OLS adassp  OLS sketch  RP
 =============================  ======  =========  ==========  ==========  ==========
 memmap 10M x 100 f32 (x_floor) 1.23    0.62       0.93        0.96        0.80
-CSR 1M x 10 000 0.1% (s)       364     232        614         649         timeout
-CSR ... mem / nnz bytes        46      39         45          39          --
+CSR 1M x 10 000 0.1% (s)       364     232        614         649         312
+CSR ... mem / nnz bytes        46      39         45          39          26
 =============================  ======  =========  ==========  ==========  ==========
 
 (memmap: extra memory 0.001-0.002 of the file. CSR, ``--one-fit``: the
 sparse ``X.T @ X`` takes 9 s; the time is the ``O(d^3)`` algebra on the
 dense 10 000 x 10 000 result and the memory a few such matrices, 800 MB =
 6.3x the nnz bytes each; the OLS sketch and RP fall back to a floating-point
-sketch above ``d = 256``, with a warning. RP on this CSR input: no result,
-the child hit the 1400 s timeout with the fit still running after over 22
-minutes (sketch of ``r = max(300, d) = 10 000`` rows: a 10 000 x 10 000
-factor, sketch and decomposition, ``O(d^3)`` several times); cut, not
-failed.)
+sketch above ``d = 256``, with a warning. RP on this CSR input: a sketch of
+``r = max(300, d) = 10 000`` rows, then its right singular vectors; it hit
+the 1400 s timeout in LAPACK's SVD of the 10 000 x 10 000 sketch until the
+components came from the eigenvectors of the sketch's ``d x d`` Gram matrix
+above 1 000 features: 312 s.)
 
 ==========================  ==========  ==========  ==============  ==========
 classifier, x sklearn       output      objective   gradient        mem/input

@@ -192,3 +192,21 @@ def test_weighted_rows_in_the_grid_gram():
     G_sparse = _integer_gram(sparse_rows, 1.0, 12, 64)
     assert np.abs(G_sparse - Q.T @ Q).max() <= 3 * 2**12  # a quantised entry may differ by one
     assert np.all((Q * Q).sum(axis=1) <= 4**12)
+
+
+def test_gram_route_of_the_decomposition_matches_the_svd():
+    # above _GRAM_SVD_MIN_FEATURES the components come from eigh(S^T S): same leading
+    # singular values and (up to sign) vectors as LAPACK's SVD of S, on a sketch-like S
+    from skdp import random_projection as rp_module
+
+    rng = np.random.default_rng(3)
+    d = rp_module._GRAM_SVD_MIN_FEATURES + 50
+    X = rng.standard_normal((4000, d)) * np.linspace(3.0, 0.1, d)
+    S = rng.standard_normal((d, d)) @ np.linalg.cholesky(X.T @ X + 25.0 * np.eye(d)).T / np.sqrt(d)
+    s, Vt = rp_module._right_singular(S)
+    _, s_ref, Vt_ref = np.linalg.svd(S, full_matrices=False)
+    assert np.all(np.diff(s) <= 0)
+    np.testing.assert_allclose(s[:50], s_ref[:50], rtol=1e-10)
+    np.testing.assert_allclose(s, s_ref, rtol=1e-6)
+    overlap = np.abs(np.sum(Vt[:20] * Vt_ref[:20], axis=1))
+    np.testing.assert_allclose(overlap, 1.0, atol=1e-8)
