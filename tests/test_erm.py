@@ -585,22 +585,33 @@ def test_auto_C_huber_small_epsilon_beats_the_majority_class():
 # ----------------------------------------------------------------------
 # AMP with K classes: the block bound (skdp.linear_model._erm, "K classes")
 # ----------------------------------------------------------------------
-def _amp_exact_loss_sup(B, u, up, sigma, n):
-    """sup over the box |alpha_k|, |alpha'_k| <= 1/n of (2<b, v> + ||v||^2) / (2 sigma^2), v_k = alpha_k u - alpha'_k u'.
+def _amp_exact_loss_sup(B, u, up, sigma, n, signed=True):
+    """sup over the records' derivative factors of (2<b, v> + ||v||^2) / (2 sigma^2).
 
-    A convex function of (alpha, alpha') separable over the blocks: each block's
-    maximum is at one of its 4 corners (written out, independently of skdp).
+    ``v_k = (loss'(z_k) y_k u - loss'(z'_k) y'_k u') / n`` with ``loss'`` in ``[-1, 0]``
+    (both losses are non-increasing): ``v_k = (s'_k d'_k - s_k d_k) / n`` with
+    ``s, s'`` in ``[0, 1]``, ``d_k = y_k u``, ``d'_k = y'_k u'`` (the labels are folded
+    into ``u``, ``up``: one row per block). ``signed=False``: ``s, s'`` in ``[-1, 1]``
+    (derivatives of either sign, which the bound does not cover). A convex function of
+    ``(s, s')`` separable over the blocks: each block's maximum is at a corner
+    (written out, independently of skdp).
     """
+    corners = (0.0, 1.0) if signed else (-1.0, 1.0)
     tot = 0.0
-    for bk in B:  # bk: (N, p) noise of block k
+    for k, bk in enumerate(B):  # bk: (N, p) noise of block k
         best = None
-        for s1 in (-1, 1):
-            for s2 in (-1, 1):
-                vk = (s1 * u - s2 * up) / n
+        for s1 in corners:
+            for s2 in corners:
+                vk = (s2 * up[k] - s1 * u[k]) / n
                 val = (2 * bk @ vk + vk @ vk) / (2 * sigma**2)
                 best = val if best is None else np.maximum(best, val)
         tot = tot + best
     return tot
+
+
+def _amp_mc(L, eps):
+    x = -np.expm1(np.minimum(eps - L, 0.0))
+    return x.mean(), x.std() / np.sqrt(x.size)
 
 
 @pytest.mark.parametrize("K", [1, 2, 4])
@@ -616,17 +627,67 @@ def test_amp_multiclass_delta_bounds_the_exact_worst_loss(K):
         for ang, r2 in ((0.0, 1.0), (np.pi, 1.0), (np.pi / 2, 1.0), (2.0, 0.6)):
             u = np.array([R, 0.0, 0.0])
             up = r2 * R * np.array([np.cos(ang), np.sin(ang), 0.0])
-            B = [rng.normal(scale=sigma, size=(N, p)) for _ in range(K)]
-            L = _amp_exact_loss_sup(B, u, up, sigma, n)
-            mc = np.mean(-np.expm1(np.minimum(eps - L, 0.0)))
-            se = np.std(-np.expm1(np.minimum(eps - L, 0.0))) / np.sqrt(N)
-            assert mc <= bound + 4 * se + 1e-9, (K, a1, ang, mc, bound)
-        # the bound is not vacuous: at c = 1 (u' = u) it is within a factor 2 of the MC value
-        up = u.copy()
+            # labels per block: the same in every block, and alternating (c_k = +-c)
+            for flips in (np.ones(K), (-1.0) ** np.arange(K)):
+                B = [rng.normal(scale=sigma, size=(N, p)) for _ in range(K)]
+                L = _amp_exact_loss_sup(B, [u] * K, [f * up for f in flips], sigma, n)
+                mc, se = _amp_mc(L, eps)
+                assert mc <= bound + 4 * se + 1e-9, (K, a1, ang, mc, bound)
+        # the bound is not vacuous: at c = 1 (u' = -u: the worst pair) within a factor 2 of MC
         B = [rng.normal(scale=sigma, size=(N, p)) for _ in range(K)]
-        L = _amp_exact_loss_sup(B, u, up, sigma, n)
-        mc = np.mean(-np.expm1(np.minimum(eps - L, 0.0)))
+        L = _amp_exact_loss_sup(B, [u] * K, [-u] * K, sigma, n)
+        mc, _ = _amp_mc(L, eps)
         assert bound <= 2 * mc + 1e-6
+        # power: with derivatives of either sign the same records exceed the bound, which
+        # therefore rests on loss' <= 0 (test_losses_are_non_increasing)
+        if a1 > 0.1:  # (at a1 = 0.05 both are below 1e-12)
+            L = _amp_exact_loss_sup(B, [u] * K, [-u] * K, sigma, n, signed=False)
+            mc, se = _amp_mc(L, eps)
+            assert mc > bound + 4 * se
+
+
+def test_losses_are_non_increasing():
+    # the K-block bound uses loss' in [-1, 0] (module docstring, "K classes"), for every
+    # margin the solver can meet, and with weights in [0, 1]
+    z = np.concatenate([np.linspace(-50, 50, 20001), [-1e300, -1e10, 1e10, 1e300, 0.0, -0.0]])
+    for loss in (LogisticLoss(), HuberLoss(0.5), HuberLoss(1e-3)):
+        _, der = loss.value_deriv(z.copy())
+        assert np.all((der <= 0.0) & (der >= -1.0))
+        assert np.all((loss.deriv(z) <= 0.0) & (loss.deriv(z) >= -1.0))
+
+
+def test_block_survival_bounds_every_correlation():
+    """The dominating survival against an independent quadrature of P((x1)_+ + (x2)_+ > s)."""
+    from scipy import integrate
+    from scipy.stats import norm
+
+    from skdp.linear_model._erm import _block_pmf
+
+    grid, pmf, tail = _block_pmf()
+    surv = 1.0 - np.cumsum(pmf)  # P(Y > s_j), Y the dominating grid variable
+
+    def exact_cdf(s, c):  # condition on x1: x2 | x1 = x ~ N(c x, 1 - c^2)
+        if c == 1.0:  # 2 x_+
+            return norm.cdf(s / 2.0)
+        if c == -1.0:  # |x|
+            return 1.0 - 2.0 * norm.sf(s)
+        sd = np.sqrt(1 - c * c)
+        f1 = integrate.quad(lambda x: norm.pdf(x) * norm.cdf((s - c * x) / sd), -np.inf, 0.0,
+                            epsabs=1e-14)[0]
+        f2 = integrate.quad(lambda x: norm.pdf(x) * norm.cdf((s - x - c * x) / sd), 0.0, s,
+                            epsabs=1e-14)[0]
+        return f1 + f2
+
+    worst = np.zeros(6)
+    for c in (-1.0, -0.9, -0.5, 0.0, 0.3, 0.7, 0.95, 0.999, 1.0):
+        for j, s in enumerate((0.3, 0.8, 1.5, 2.5, 4.0, 5.5)):
+            i = int(round(s / (grid[1] - grid[0])))
+            exact = 1.0 - exact_cdf(grid[i], c)
+            assert exact <= surv[i] * (1 + 1e-6) + 1e-9, (c, s, exact, surv[i])
+            worst[j] = max(worst[j], exact)
+    # and it is close to the worst correlation's value (c = 1 in the tail)
+    assert np.all(surv[[int(round(s / 0.01)) for s in (2.5, 4.0, 5.5)]] <= 1.01 * worst[3:])
+    assert tail < 1e-25
 
 
 def test_amp_multiclass_bound_is_below_the_chi_bound_and_used():

@@ -28,16 +28,16 @@ on delta of the honest route / of the route with its noise times the factor):
 route                      honest  factor      bound
 =========================  ======  ==========  ======
 logistic output            0       0.25        0.143
-logistic objective (AMP)   0       0.1         0.717
+logistic objective (AMP)   0       0.25        0.135
 logistic DP-GD, T=20       0       0.25        0.339
 logistic DP-SGD, q=0.5     0       0.25        0.147
 logistic objective (pure)  0       0.15        0.330
 huber output               0       0.5         0.170
-huber objective (AMP)      0       0.25        0.474
+huber objective (AMP)      0       0.5         0.147
 huber objective (pure)     0       0.25        0.323
 huber DP-GD, T=20          0       0.25        0.336
-huber objective, C="auto"  0       0.1         0.393
-logistic AMP, 3 classes    0       0.1         0.348
+huber objective, C="auto"  0       0.1         0.658
+logistic AMP, 3 classes    0       0.1         0.546
 OLS ssp                    0       0.5         0.115
 OLS adassp (joint)         0       0.5         0.070
 OLS sketch                 0       0.1         0.115
@@ -183,7 +183,7 @@ ROUTES = {
     "logistic-output": (_clf(PrivateLogisticRegression, perturbation="output"),
                         CIRCLE, LABELS, CIRCLE, FLIPPED, None, 0.25),
     "logistic-objective-amp": (_clf(PrivateLogisticRegression, perturbation="objective"),
-                               CIRCLE, LABELS, CIRCLE, FLIPPED, None, 0.1),
+                               CIRCLE, LABELS, CIRCLE, FLIPPED, None, 0.25),
     "logistic-gradient-full": (_clf(PrivateLogisticRegression, **_GRAD),
                                CIRCLE, LABELS, CIRCLE, FLIPPED, None, 0.25),
     "logistic-gradient-poisson": (_clf(PrivateLogisticRegression, batch_size=10, **_GRAD),
@@ -193,7 +193,7 @@ ROUTES = {
     "huber-output": (_clf(PrivateHuberSVM, perturbation="output", mechanism="analytic_gaussian"),
                      CIRCLE, LABELS, CIRCLE, FLIPPED, None, 0.5),
     "huber-objective-amp": (_clf(PrivateHuberSVM, perturbation="objective"),
-                            CIRCLE, LABELS, CIRCLE, FLIPPED, None, 0.25),
+                            CIRCLE, LABELS, CIRCLE, FLIPPED, None, 0.5),
     "huber-objective-pure": (_clf(PrivateHuberSVM, perturbation="objective", delta=0.0),
                              CIRCLE, LABELS, CIRCLE, FLIPPED, None, 0.25),
     "huber-gradient-full": (_clf(PrivateHuberSVM, **_GRAD),
