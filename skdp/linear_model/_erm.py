@@ -381,7 +381,8 @@ the weights:
 * *Objective perturbation, noise.* ``b_D(W) - b_D'(W) = (1/n) (w grad l(u) -
   w' grad l(u'))``: Frobenius norm at most ``2 sqrt(K) R / n = Delta_obj``, in
   the span of ``u`` and ``u'`` per block (``m`` unchanged); in the ``K``-class
-  bound ``alpha_k = w y_k loss'(.) / n`` still has ``|alpha_k| <= 1/n``. The
+  bound the coefficient ``w loss'(.)`` stays in ``[-1, 0]`` (``w`` in ``[0, 1]``,
+  ``loss' <= 0``), the fixed sign that bound uses. The
   pure (Chaudhuri et al.) and AMP (Iyengar et al.) arguments use nothing else,
   nor does the solver-error stage (``2 gamma / lambda'``).
 * *Gradient perturbation.* The per-example gradient is clipped to ``clip`` and
