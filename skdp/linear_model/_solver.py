@@ -300,12 +300,15 @@ def gradient_error_bound(U, loss, lam, B, R):
     """
     U = as_operator(U)
     K = B.shape[0]
-    u = UNIT_ROUNDOFF
     Rc = computed_row_bound(R, U.d)
-    h = U.sum_depth()
-    e0 = np.sqrt(K) * Rc * rounding_gamma(h + 30) + 4.0 * u * float(np.linalg.norm(B))
-    e1 = loss.curvature * Rc * Rc * rounding_gamma(U.d + 4) + 4.0 * u * float(lam)
+    e0 = float_floor(U.n, U.d, K, R, U.sparse) + 4.0 * UNIT_ROUNDOFF * float(np.linalg.norm(B))
+    e1 = loss.curvature * Rc * Rc * rounding_gamma(U.d + 4) + _lambda_error(lam)
     return float(e0), float(e1)
+
+
+def _lambda_error(lam):
+    """The part ``4 u lam`` of :func:`gradient_error_bound`'s ``e1`` that is not the margins'."""
+    return 4.0 * UNIT_ROUNDOFF * float(lam)
 
 
 def float_floor(n, d, K, R, sparse):
@@ -358,9 +361,9 @@ class _Certificate:
     ``k = K p`` squares and a square root: ``||g~|| <= nu (1 + gamma_{k+2})``),
     ``||grad F(W)|| <= ||g~|| + e0 + e1 ||W||`` (:func:`gradient_error_bound`),
     so ``nu (1 + gamma_{k+2}) + e0 + e1 ||W|| (1 + gamma_{k+2}) <= gamma``
-    implies the bound. The coefficient comes in two parts: ``e1``, the margins'
-    ``c R'^2 gamma_{d+4}``, and ``e_lam = 4 u lam``. When the margins' worst case
-    ``e1 ||W||`` is too coarse, it is replaced by
+    implies the bound. The coefficient ``e1`` includes ``e_lam = 4 u lam``; the rest
+    is the margins' worst case ``c R'^2 gamma_{d+4}``. When ``e1 ||W||`` is too
+    coarse, the margins' part is replaced by
     :func:`margin_error` read from the rows at ``W`` (``margins``: a callable
     of ``W``; one more pass). ``exact=True`` (``e0 = e1 = 0``, no factor) is
     the exact-arithmetic test (the warm start on a row subset, tests).
@@ -378,10 +381,11 @@ class _Certificate:
         if self.exact:
             return gnorm <= self.gamma
         nw = float(np.linalg.norm(w)) * self.f
-        base = gnorm * self.f + self.e0 + self.e_lam * nw
+        top = gnorm * self.f + self.e0
+        base = top + self.e_lam * nw
         if not base <= self.gamma:
             return False
-        if base + self.e1 * nw <= self.gamma:
+        if top + self.e1 * nw <= self.gamma:
             return True
         if self.margins is None:
             return False
@@ -581,8 +585,7 @@ def minimize(U, Y, loss, lam, B, gamma, max_iter, R, sample_weight=None):
     L = loss.curvature * float(R) ** 2 + lam
     # the stopping test, made rigorous in floating point (gradient_error_bound, _Certificate)
     e0, e1 = gradient_error_bound(U, loss, lam, B, R)
-    e_lam = 4.0 * UNIT_ROUNDOFF * float(lam)  # the part of e1 that is not the margins'
-    ok = _Certificate(gamma, e0, e1 - e_lam, k=K * p, exact=False, e_lam=e_lam,
+    ok = _Certificate(gamma, e0, e1, k=K * p, exact=False, e_lam=_lambda_error(lam),
                       margins=lambda w: margin_error(U, w, Y, loss, R, sw))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         x0 = np.zeros(K * p)
