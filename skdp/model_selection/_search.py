@@ -14,6 +14,7 @@ its selection step is not covered at all.
 
 import math
 import numbers
+from fractions import Fraction
 from numbers import Real
 
 import numpy as np
@@ -75,8 +76,6 @@ def random_stopping_runs(stopping_probability, rng):
     (a double) is a rational, compared with a uniform integer
     (:func:`_bernoulli`); no floating-point sampler is involved.
     """
-    from fractions import Fraction
-
     return 1 + _failures_before(1, Fraction(float(stopping_probability)), rng)
 
 
@@ -109,8 +108,6 @@ def negative_binomial_runs(eta, gamma, rng):
     doubles, hence rationals). The accepted ``k`` has the law above
     (rejection sampling: target over proposal is proportional to ``r_k``).
     """
-    from fractions import Fraction
-
     if gamma == 1.0:
         return 1
     g, e = Fraction(float(gamma)), Fraction(float(eta))
