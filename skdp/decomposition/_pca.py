@@ -133,7 +133,7 @@ from .._stats import (UNIT_ROUNDOFF, check_unit_sample_weight, clipped_gram, com
                       gram_rounding_bound)
 from .._validation import check_data_norm, check_epsilon_delta, public_shape
 from ..mechanisms import Query, calibrate, get_mechanism
-from ..mechanisms.selection import candidates
+from ..mechanisms.selection import applicable_names
 
 __all__ = ["PrivatePCA"]
 
@@ -438,7 +438,8 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
         if self.mechanism != "auto":
             reason = get_mechanism(_MECHANISMS[self.mechanism]).applicable(query, eps, delta)
         else:
-            reason = None if candidates(query, eps, delta) else "no verified mechanism applies"
+            reason = (None if applicable_names(query, eps, delta)
+                      else "no verified mechanism applies")
         if reason is not None:
             raise ValueError(
                 f"PrivatePCA(mechanism={self.mechanism!r}) cannot release the {size} x {size} "

@@ -4,19 +4,20 @@ from .._validation import check_epsilon_delta
 from ._base import _REGISTRY, get_mechanism
 from ._query import Query
 
-__all__ = ["calibrate", "select", "candidates"]
+__all__ = ["calibrate", "select", "candidates", "applicable_names"]
+
+
+def applicable_names(query, epsilon, delta):
+    """Names of the verified, floating-point-safe mechanisms that apply (nothing calibrated)."""
+    return [name for name in sorted(_REGISTRY)
+            if _REGISTRY[name].verified and getattr(_REGISTRY[name], "float_safe", False)
+            and _REGISTRY[name].applicable(query, epsilon, delta) is None]
 
 
 def candidates(query, epsilon, delta):
     """Calibrate every verified mechanism that applies; return the NoiseSpecs."""
-    specs = []
-    for name in sorted(_REGISTRY):
-        mech = _REGISTRY[name]
-        if (not mech.verified or not getattr(mech, "float_safe", False)
-                or mech.applicable(query, epsilon, delta) is not None):
-            continue
-        specs.append(mech.calibrate(query, epsilon, delta))
-    return specs
+    return [_REGISTRY[name].calibrate(query, epsilon, delta)
+            for name in applicable_names(query, epsilon, delta)]
 
 
 def select(query, epsilon, delta):
