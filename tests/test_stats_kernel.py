@@ -301,3 +301,44 @@ def test_estimators_calibrate_the_computed_statistic():
         assert ex < spec.query.l2_bound <= ex * (1 + hi)
         if lo:
             assert spec.query.l2_bound > ex * (1 + lo)
+
+
+def test_duplicate_sparse_entries_are_summed_before_clipping():
+    """scipy defines a (row, column) stored twice as the sum of the copies. A record stored as
+    m copies of one entry is the row with that entry times m: it must be clipped as such, not
+    entry by entry (which would leave it sqrt(m) times the bound, beyond the sensitivity). Every
+    estimator sees the same release as for the canonical matrix; the canonical one is not copied."""
+    from skdp.decomposition import PrivatePCA
+    from skdp.linear_model import PrivateOLS
+    from skdp.preprocessing import PrivateStandardScaler
+    from skdp.random_projection import PrivateRandomProjection
+
+    n, d, m = 400, 3, 1000
+    rng = np.random.default_rng(7)
+    base = sp.random(n - 1, d, density=0.5, format="csr", random_state=8) * 0.5
+    # record 0 stored as m copies of 1.0 at column 0 (its value is m there), then the rest
+    data = np.concatenate([np.ones(m), base.data])
+    idx = np.concatenate([np.zeros(m, dtype=base.indices.dtype), base.indices])
+    ptr = np.concatenate([[0], m + base.indptr])
+    Xd = sp.csr_matrix((data, idx, ptr), shape=(n, d))
+    Xc = Xd.copy()
+    Xc.sum_duplicates()
+    assert Xc[0, 0] == m and Xd.nnz == Xc.nnz + m - 1
+    assert AugmentedRows(Xc).X is Xc  # canonical input: used as it is
+    y = np.clip(rng.normal(size=n), -1, 1)
+    kw = dict(epsilon=1.0, delta=1e-5, random_state=0)
+    G = clipped_gram(Xd, 1.0)
+    np.testing.assert_allclose(G, clipped_gram(Xc, 1.0), rtol=1e-12)
+    assert G[0, 0] <= clipped_gram(Xc[1:], 1.0)[0, 0] + 1.0 + 1e-9  # record 0 clipped to norm 1
+    assert max_row_norm(Xd) == pytest.approx(m)
+    fits = [
+        (lambda: PrivatePCA(data_norm=1.0, **kw), ("explained_variance_", "mean_")),
+        (lambda: PrivateOLS(data_norm=1.0, label_bound=1.0, method="ssp", **kw), ("coef_",)),
+        (lambda: PrivateRandomProjection(n_components=2, data_norm=1.0, **kw), ("sketch_",)),
+        (lambda: PrivateStandardScaler(bounds=(-1.0, 1.0), with_mean=False, **kw), ("var_",)),
+    ]
+    for make, attrs in fits:
+        a, b = make().fit(Xd, y), make().fit(Xc, y)
+        for attr in attrs:
+            np.testing.assert_allclose(getattr(a, attr), getattr(b, attr), rtol=1e-9, atol=1e-12,
+                                       err_msg=f"{type(a).__name__}.{attr}")

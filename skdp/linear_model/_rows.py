@@ -35,7 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import blas
 
-from .._stats import chunked_sum_depth
+from .._stats import canonical_sparse, chunked_sum_depth, has_duplicate_entries as _has_duplicate_entries
 from .._validation import row_norms
 
 __all__ = ["RowOperator", "row_norms_any", "as_operator", "safe_matmul"]
@@ -66,32 +66,6 @@ def sum_depth(n, d, sparse):
     return chunked_sum_depth(n, m, m)
 
 
-def _has_duplicate_entries(X):
-    """Whether a CSR/CSC matrix stores some (row, column) twice, checked without copying it.
-
-    Unsorted indices alone (e.g. the output of a sparse product) are harmless for
-    every product and row norm here; duplicates are not (a row norm must see their
-    sum). Sorted rows are checked in one vectorised pass; unsorted ones are sorted
-    block by block (about ``_SPARSE_BLOCK`` stored values at a time).
-    """
-    if X.has_canonical_format:
-        return False
-    ptr, idx = X.indptr, X.indices
-    nnz = int(ptr[-1])
-    if nnz == 0:
-        return False
-    width = int(X.shape[1] if X.format == "csr" else X.shape[0])
-    starts = np.searchsorted(ptr, np.arange(0, nnz, _SPARSE_BLOCK), "right") - 1
-    bounds = np.unique(np.concatenate([starts, [len(ptr) - 1]]))
-    for i, j in zip(bounds[:-1], bounds[1:]):
-        seg = idx[ptr[i]:ptr[j]].astype(np.int64)
-        rows = np.repeat(np.arange(j - i, dtype=np.int64), np.diff(ptr[i:j + 1]))
-        keys = np.sort(rows * width + seg)
-        if keys.size > 1 and np.any(keys[1:] == keys[:-1]):
-            return True
-    return False
-
-
 def _as_float64_sparse(X, sum_duplicates=True):
     """``X`` as a float64 CSR/CSC matrix; float32 data get one copy of the values only.
 
@@ -100,9 +74,8 @@ def _as_float64_sparse(X, sum_duplicates=True):
     """
     if X.format not in ("csr", "csc"):
         X = X.tocsr()
-    if sum_duplicates and _has_duplicate_entries(X):  # a copy proportional to nnz
-        X = X.copy()
-        X.sum_duplicates()
+    if sum_duplicates:  # a copy proportional to nnz if some entry is stored twice
+        X = canonical_sparse(X)
     if X.dtype == np.float64:
         return X
     cls = sp.csr_matrix if X.format == "csr" else sp.csc_matrix

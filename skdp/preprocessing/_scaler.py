@@ -254,6 +254,7 @@ def _normalised_moments(X, lower, width, second):
     n, d = X.shape
     if sparse.issparse(X):
         Xc = sparse.csc_matrix(X, dtype=np.float64, copy=True)
+        Xc.sum_duplicates()  # scipy sums duplicate entries: each record's value is their sum
         cols = np.repeat(np.arange(d), np.diff(Xc.indptr))
         u0 = _normalise(np.zeros(d), lower, width)
         u = _normalise(Xc.data, lower[cols], width[cols])
