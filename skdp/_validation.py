@@ -214,24 +214,32 @@ def public_shape(X):
 def fit_generator(random_state, spend=None):
     """The generator of one fit's noise.
 
-    ``None`` gives fresh OS entropy. An int seed with a ledger ``spend``
-    record derives the stream from the seed *and* the record's serial number
-    in its ledger (``SeedSequence(seed, spawn_key=(serial,))``), so two fits
+    ``None`` gives fresh OS entropy. A seed with a ledger ``spend`` record
+    derives the stream from the seed *and* the record's serial number in its
+    ledger (``SeedSequence(entropy, spawn_key=(serial,))``), so two fits
     charged to one ledger never share a noise draw even when they are given
-    the same seed. Without a ledger an int seed reproduces the same noise:
-    that is for reproducible experiments only (see the privacy model).
-    Generators and ``RandomState`` are handled as in :func:`check_generator`.
+    the same seed. The entropy is the int seed itself, or four 63-bit words
+    drawn from a ``Generator`` or ``RandomState`` passed as the seed: a clone
+    (``sklearn.base.clone`` deep-copies the generator, so every clone draws the
+    same words) still gets its own stream from its own serial. Without a
+    ledger a seed reproduces the same noise (and so do clones sharing a
+    copied generator): that is for reproducible experiments only, and an
+    estimator fitted with a seed carries it in its parameters, so whoever
+    holds the estimator can replay its noise (see the privacy model).
+    Without a ledger, generators and ``RandomState`` are handled as in
+    :func:`check_generator`.
     """
     serial = getattr(spend, "serial", None)
-    if (
-        serial is not None
-        and serial >= 0
-        and isinstance(random_state, numbers.Integral)
-        and not isinstance(random_state, bool)
-    ):
-        return np.random.default_rng(
-            np.random.SeedSequence(int(random_state), spawn_key=(int(serial),))
-        )
+    if serial is not None and serial >= 0 and random_state is not None:
+        if isinstance(random_state, np.random.Generator):
+            entropy = [int(v) for v in random_state.integers(0, 2**63, size=4)]
+        elif isinstance(random_state, np.random.RandomState):
+            entropy = [int(v) for v in random_state.randint(0, 2**63, size=4, dtype=np.int64)]
+        elif isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+            entropy = int(random_state)
+        else:
+            return check_generator(random_state)  # raises the error for a bad value
+        return np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(int(serial),)))
     return check_generator(random_state)
 
 

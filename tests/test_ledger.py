@@ -518,3 +518,32 @@ def test_old_ledger_files_are_migrated(tmp_path):
     ledger.spend(PrivacyBudget(0.75))
     with pytest.raises(BudgetExceededError):
         SQLiteLedger(path).spend(PrivacyBudget(0.01))
+
+
+@pytest.mark.parametrize("seed", [7, "generator", "random_state"])
+def test_clones_on_one_ledger_never_share_noise_whatever_the_seed(seed):
+    """``clone`` deep-copies a Generator / RandomState given as ``random_state``, so clones
+    draw the same words from it; on one ledger each fit's serial still gives it its own
+    stream. Two clones fitted on neighbouring data must not have the same noise (else the
+    difference of their releases is the exact difference of the statistics), and the same
+    holds for int seeds."""
+    from skdp.preprocessing import PrivateStandardScaler
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(500, 2))
+    X2 = X.copy()
+    X2[0] = [0.25, -0.5]
+    rs = {"generator": np.random.default_rng(123),
+          "random_state": np.random.RandomState(123)}.get(seed, seed)
+    led = BudgetLedger(10.0, 1e-3)
+    base = PrivateStandardScaler(epsilon=0.5, delta=1e-6, bounds=(-1, 1), with_std=False,
+                                 random_state=rs, accountant=led)
+    a, b = clone(base).fit(X), clone(base).fit(X2)
+    assert [r.serial for r in led.spends] == [0, 1]
+    exact = (X2[0] - X[0]) / len(X)
+    # with a shared draw the released difference would be the exact one (up to the grid)
+    assert np.all(np.abs((b.mean_ - a.mean_) - exact) > 1e-4)
+    # without a ledger the seed reproduces the noise (reproducible experiments)
+    free = base.set_params(accountant=None)
+    if seed == 7:
+        np.testing.assert_array_equal(clone(free).fit(X).mean_, clone(free).fit(X).mean_)
