@@ -46,7 +46,7 @@ from ._validation import check_epsilon_delta, fit_generator
 __all__ = ["PrivateEstimatorMixin", "private_fit", "discard_fitted_state"]
 
 #: parameters whose ``None`` means "infer a public bound from the private data"
-BOUND_PARAMETERS = ("data_norm", "label_bound", "classes", "bounds")
+BOUND_PARAMETERS = ("data_norm", "label_bound", "classes", "bounds", "norm_range")
 
 
 def discard_fitted_state(estimator):

@@ -624,3 +624,44 @@ def test_sparse_input_selects_like_dense():
     pred = sparse_fit.predict(X[:5])
     assert pred.shape == (5,)
     np.testing.assert_allclose(pred, dense_fit.predict(X[:5].toarray()), rtol=1e-4, atol=1e-4)
+
+
+def test_search_splits_row_indexed_fit_params_and_checks_them_before_the_charge():
+    """sample_weight (length n) reaches each run restricted to its training rows and the refit
+    whole; a wrong length is a public error raised before anything is charged."""
+    import skdp
+    from skdp.linear_model import PrivateLogisticRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3)) / 3
+    y = (X[:, 0] > 0).astype(int)
+    led = skdp.BudgetLedger(10.0, 1e-3)
+    est = PrivateLogisticRegression(data_norm=1.0, classes=[0, 1])
+    search = PrivateGridSearchCV(est, {"C": [0.1, 1.0]}, epsilon=1.0, accountant=led,
+                                 random_state=0)
+    with pytest.raises(ValueError, match="one entry per row"):
+        search.fit(X, y, sample_weight=np.ones(399))
+    assert led.spent.epsilon == 0 and not hasattr(search, "best_estimator_")
+    search.fit(X, y, sample_weight=np.linspace(0.5, 1.0, 400))
+    assert led.spent.epsilon == pytest.approx(1.0)
+    assert search.best_estimator_.coef_.shape == (1, 3)
+
+
+def test_search_refuses_an_inferred_norm_range():
+    """PrivateRowNormScaler's norm_range=None (inferred from the data) is refused like the
+    other bounds, before the charge."""
+    import skdp
+    from sklearn.pipeline import make_pipeline
+
+    from skdp.linear_model import PrivateLogisticRegression
+    from skdp.preprocessing import PrivateRowNormScaler
+
+    X, y = _data(n=200)
+    led = skdp.BudgetLedger(10.0, 1e-3)
+    pipe = make_pipeline(PrivateRowNormScaler(epsilon=0.1),
+                         PrivateLogisticRegression(data_norm=1.0, classes=[0, 1]))
+    search = PrivateGridSearchCV(pipe, {"privatelogisticregression__C": [1.0]}, epsilon=1.0,
+                                 accountant=led, random_state=0)
+    with pytest.raises(ValueError, match="norm_range"):
+        search.fit(X, y)
+    assert led.spent.epsilon == 0

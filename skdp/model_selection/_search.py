@@ -22,7 +22,7 @@ from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.model_selection import ParameterGrid
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import check_is_fitted, indexable
+from sklearn.utils.validation import _num_samples, check_is_fitted, indexable
 
 from .._budget import PrivacyBudget
 from .._validation import check_generator, public_shape
@@ -556,7 +556,10 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
-        **fit_params : passed to every ``estimator.fit``.
+        **fit_params : passed to every ``estimator.fit``; those indexed by the
+            rows (array-likes of length ``n_samples``, such as ``sample_weight``)
+            are split like ``X``: the runs get their training rows, the refit
+            all of them.
 
         Returns
         -------
@@ -571,6 +574,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         if n is None:
             X, y = indexable(X, y)
             n = len(y) if y is not None else X.shape[0]
+        sw = fit_params.get("sample_weight")
+        if sw is not None and _num_samples_or_none(sw) != n:  # public: the shapes
+            raise ValueError("PrivateGridSearchCV: sample_weight must have one entry per row of X.")
         n_val = int(round(self.validation_fraction * n))
         if n_val < 1 or n - n_val < 2:
             raise ValueError(f"{n} rows are too few for validation_fraction={self.validation_fraction}.")
@@ -613,6 +619,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         X_tr, X_val = _take(X, train_idx), _take(X, val_idx)
         y_tr = None if y is None else _take(y, train_idx)
         y_val = None if y is None else _take(y, val_idx)
+        params_tr = _split_fit_params(fit_params, n, train_idx)
         # Laplace mechanism on the mean score: sensitivity (hi - lo) / n_val
         self.score_noise_ = calibrate(
             Query(shape=(), l1_sensitivity=(hi - lo) / n_val), run.epsilon, 0.0,
@@ -622,7 +629,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         best, scores = None, []
         for j, seq in zip(picks, run_seq.spawn(len(picks))):
             est = _with_budget(self.estimator, run.epsilon, run.delta).set_params(**candidates[j])
-            _fit_run(est, seq, X_tr, y_tr, fit_params)
+            _fit_run(est, seq, X_tr, y_tr, params_tr)
             s = self._noisy_score(est, X_val, y_val, self.score_noise_, noise_rng)
             scores.append(s)
             if best is None or s > best[0]:
@@ -695,6 +702,24 @@ def _take(a, idx):
     if hasattr(a, "iloc"):
         return a.iloc[idx]
     return np.asarray(a)[idx] if not hasattr(a, "tocsr") else a[idx]
+
+
+def _split_fit_params(fit_params, n, idx):
+    """The fit parameters with the row-indexed ones (array-likes of ``n`` entries) restricted
+    to the rows ``idx``; the others as they are (scikit-learn's rule for fit parameters)."""
+    out = {}
+    for key, value in fit_params.items():
+        rows = (value is not None and not np.isscalar(value) and not isinstance(value, dict)
+                and hasattr(value, "__len__") and _num_samples_or_none(value) == n)
+        out[key] = _take(value, idx) if rows else value
+    return out
+
+
+def _num_samples_or_none(value):
+    try:
+        return _num_samples(value)
+    except TypeError:
+        return None
 
 
 def _rank_desc(scores):
