@@ -134,6 +134,8 @@ from dataclasses import dataclass, replace
 
 from scipy.special import expit, ndtri
 
+from ._validation import scaled_reserve
+
 __all__ = ["GaussianCurve", "combine_curves", "release_curve", "pure_mu", "conversion_mu", "gdp_epsilon",
            "FilterState", "filter_charge", "filter_replay", "filter_spent"]
 
@@ -322,7 +324,7 @@ def filter_charge(state, epsilon_i, delta_i, curve, ledger_epsilon):
         new = _from_gaussian(s, pure_mu(epsilon_i) ** 2, delta_i)
         return (new, "gaussian-pool") if new is not None else (None, None)
 
-    tvc = (1.0 + math.exp(ledger_epsilon)) * curve.tv
+    tvc = scaled_reserve(ledger_epsilon, curve.tv)
     m2 = curve.mu**2
     new = _from_gaussian(s, m2, tvc)
     if new is not None:

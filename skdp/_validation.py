@@ -5,6 +5,7 @@ checked, so that every estimator and every mechanism rejects bad input in the
 same way (privacy rule 6: a clear error, never a silent fallback).
 """
 
+import math
 import numbers
 import warnings
 
@@ -104,6 +105,21 @@ def check_generator(random_state):
     raise ValueError(
         f"random_state must be None, an int, a numpy Generator or RandomState; got {random_state!r}."
     )
+
+
+def one_plus_exp(epsilon):
+    """``1 + e^epsilon`` as a float: ``inf`` where the exponential overflows (epsilon above
+    about 709), never an ``OverflowError``. Callers multiply it by a total-variation
+    reserve, so ``inf`` (or ``0`` for a zero reserve, see :func:`scaled_reserve`) is the
+    conservative value."""
+    epsilon = float(epsilon)
+    return math.inf if epsilon > 709.0 else 1.0 + math.exp(epsilon)
+
+
+def scaled_reserve(epsilon, tv):
+    """``(1 + e^epsilon) tv`` without overflow: ``0`` for ``tv = 0``, ``inf`` if it overflows."""
+    tv = float(tv)
+    return 0.0 if tv == 0.0 else one_plus_exp(epsilon) * tv
 
 
 def row_norms(X):

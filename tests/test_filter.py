@@ -471,3 +471,24 @@ def test_classifier_routes_without_a_gaussian_curve_compose_by_basic_composition
             warnings.simplefilter("ignore", PrivacyLeakWarning)
             PrivateLogisticRegression(epsilon=0.5, delta=1e-6, accountant=led, **kw).fit(X, yc)
         assert led.spends[0].curve is None, kw
+
+
+def test_a_ledger_above_epsilon_709_charges_gaussian_fits():
+    """e^epsilon overflows float64 above epsilon ~ 709.78: the filter's (1 + e^eps) tv term is
+    then inf (or 0 for tv = 0), never an OverflowError on every Gaussian charge."""
+    import warnings
+
+    from skdp._validation import one_plus_exp, scaled_reserve
+    from skdp.linear_model import PrivateOLS
+
+    assert one_plus_exp(1000.0) == float("inf") and one_plus_exp(1.0) == pytest.approx(1 + np.e)
+    assert scaled_reserve(1000.0, 0.0) == 0.0 and scaled_reserve(1000.0, 1e-300) == float("inf")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3)) / 3
+    y = np.clip(X[:, 0], -1, 1)
+    led = BudgetLedger(1000.0, 1e-3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = PrivateOLS(data_norm=1.0, label_bound=1.0, epsilon=1.0, delta=1e-6, accountant=led,
+                         random_state=0).fit(X, y)
+    assert est.privacy_spent_.epsilon == pytest.approx(1.0) and len(led.spends) == 1

@@ -72,6 +72,8 @@ import math
 
 import numpy as np
 
+from .._validation import scaled_reserve
+
 __all__ = ["GRID_UTILITY_LOSS", "grid_step", "coordinate_grids", "pow2_at_least", "draws_by_scale",
            "GridRelease", "snap", "release_on_grid", "discrete_gaussian_tv_reserve"]
 
@@ -228,7 +230,7 @@ def discrete_gaussian_tv_reserve(epsilon, delta, s, releases=1):
         raise ValueError("the noise is narrower than one grid step: the grid rule does not apply.")
     vals, counts = np.unique(s, return_counts=True)
     tv = math.fsum(int(c) * rounded_gaussian_tv_bound(float(v)) for v, c in zip(vals, counts))
-    reserve = (1.0 + math.exp(epsilon)) * int(releases) * (tv + s.size * DISCRETE_GAUSSIAN_SAMPLER_TV)
+    reserve = scaled_reserve(epsilon, int(releases) * (tv + s.size * DISCRETE_GAUSSIAN_SAMPLER_TV))
     if reserve > 0.1 * delta:
         raise ValueError(
             "delta is too small for the floating-point-safe Gaussian sampler: its reserve "

@@ -72,7 +72,7 @@ from scipy.special import gammaincc, gammaln, logsumexp, ndtr
 from scipy.stats import chi2, norm
 
 from .._stats import _symmetrize_upper, _syrk_into, as_rows, clipped_gram
-from .._validation import check_generator
+from .._validation import check_generator, scaled_reserve
 
 __all__ = [
     "ndis_coefficients",
@@ -1001,7 +1001,7 @@ def grid_sketch_plan(n, d, r, data_norm, sigma, epsilon, *, cholesky="longdouble
                 s_Y=s_Y, levels=levels, b=b, n_digits=n_digits, a=a,
                 smoothing_variance=c_eff * float(data_norm) ** 2 * 4.0**-m,
                 tv_factor=tv_factor, tv_normals=tv_normals, tv_noise=tv_noise,
-                reserve=(1.0 + math.exp(epsilon)) * tv)
+                reserve=scaled_reserve(epsilon, tv))
 
 
 def _quantize_factor(data_norm, m):
