@@ -17,6 +17,7 @@ from .random_projection import PrivateRandomProjection
 from .linear_model import PrivateHuberSVM, PrivateLogisticRegression
 from .linear_model import PrivateOLS
 from .decomposition import PrivatePCA
+from .base import for_release
 
 __version__ = "0.1.0.dev0"
 
@@ -36,4 +37,5 @@ __all__ = [
     "PrivateRandomProjection",
     "PrivateLogisticRegression",
     "PrivateHuberSVM",
+    "for_release",
 ]

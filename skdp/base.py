@@ -43,10 +43,64 @@ from ._budget import PrivacyBudget
 from ._ledger import _LedgerMixin
 from ._validation import check_epsilon_delta, fit_generator
 
-__all__ = ["PrivateEstimatorMixin", "private_fit", "discard_fitted_state"]
+__all__ = ["PrivateEstimatorMixin", "private_fit", "discard_fitted_state", "for_release"]
 
 #: parameters whose ``None`` means "infer a public bound from the private data"
 BOUND_PARAMETERS = ("data_norm", "label_bound", "classes", "bounds", "norm_range")
+
+
+def for_release(estimator):
+    """A copy of a fitted estimator that carries no seed and no ledger, fit to publish.
+
+    A fitted estimator keeps its parameters: an int ``random_state`` (or a
+    ``Generator``, whose state can be rewound) lets whoever holds the object
+    regenerate the noise of its fit, and an ``accountant`` ledger carries the
+    serial numbers from which seeded fits derived their streams. The copy
+    (:func:`copy.deepcopy`) has every ``random_state`` and ``accountant``
+    parameter, nested ones included (pipelines, searches), set to ``None``;
+    its fitted attributes (the release) are unchanged, so it predicts and
+    transforms exactly as the original. Publishing it reveals only the
+    release, whatever seed the experiment used.
+
+    Parameters
+    ----------
+    estimator : fitted estimator (or Pipeline, or PrivateGridSearchCV)
+
+    Returns
+    -------
+    estimator : a new object
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdp import PrivatePCA
+    >>> from skdp import for_release
+    >>> X = np.random.default_rng(0).normal(size=(500, 3)) / 3
+    >>> pca = PrivatePCA(n_components=2, data_norm=1.0, random_state=0).fit(X)
+    >>> published = for_release(pca)
+    >>> published.random_state is None, np.array_equal(published.transform(X), pca.transform(X))
+    (True, True)
+    """
+    import copy
+
+    out = copy.deepcopy(estimator)
+    objects = [out]
+    while objects:
+        obj = objects.pop()
+        if not hasattr(obj, "get_params") or isinstance(obj, type):
+            continue
+        params = obj.get_params(deep=False)
+        for key in ("random_state", "accountant"):
+            if key in params and params[key] is not None:
+                setattr(obj, key, None)  # as set_params would, without revalidation
+        objects.extend(v for v in params.values() if hasattr(v, "get_params"))
+        objects.extend(v for k, v in vars(obj).items() if k.endswith("_") and hasattr(v, "get_params"))
+        for v in params.values():  # pipeline steps, column transformers' lists
+            if isinstance(v, (list, tuple)):
+                for item in v:
+                    objects.extend(x for x in (item if isinstance(item, tuple) else (item,))
+                                   if hasattr(x, "get_params"))
+    return out
 
 
 def discard_fitted_state(estimator):

@@ -407,3 +407,42 @@ def test_a_failed_refit_leaves_nothing_that_looks_fitted(make, bad_fit):
     with pytest.raises(Exception, match="not fitted"):
         check_is_fitted(est)
     assert not [k for k in vars(est) if k.endswith("_") and not k.startswith("__")]
+
+
+def test_for_release_strips_seeds_and_ledgers_and_keeps_the_release():
+    """A fitted estimator keeps its random_state (which replays its noise) and its ledger (whose
+    serials seeded fits use); skdp.for_release copies it without them, nested ones included,
+    and the copy predicts exactly as the original. The original is left as it was."""
+    import pickle
+
+    from sklearn.pipeline import make_pipeline
+
+    import skdp
+    from skdp.decomposition import PrivatePCA
+    from skdp.linear_model import PrivateLogisticRegression
+    from skdp.model_selection import PrivateGridSearchCV
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 4)) / 3
+    y = (X[:, 0] > 0).astype(int)
+    led = skdp.BudgetLedger(50.0, 0.5)
+    pipe = make_pipeline(
+        PrivatePCA(n_components=2, data_norm=1.0, random_state=3, accountant=led),
+        PrivateLogisticRegression(data_norm=1.0, classes=[0, 1], random_state=np.random.default_rng(4),
+                                  accountant=led)).fit(X, y)
+    search = PrivateGridSearchCV(PrivateLogisticRegression(data_norm=1.0, classes=[0, 1]),
+                                 {"C": [0.1, 1.0]}, epsilon=1.0, random_state=5,
+                                 accountant=led).fit(X, y)
+    for fitted in (pipe, search):
+        pub = skdp.for_release(fitted)
+        params = pub.get_params(deep=True)
+        assert all(v is None for k, v in params.items()
+                   if k.split("__")[-1] in ("random_state", "accountant"))
+        if hasattr(pub, "best_estimator_"):
+            assert pub.best_estimator_.random_state is None
+            assert pub.best_estimator_.accountant is None
+        np.testing.assert_array_equal(pub.predict(X), fitted.predict(X))
+        blob = pickle.dumps(pub)
+        for word in (b"BudgetLedger", b"SeedSequence", b"Generator", b"RandomState"):
+            assert word not in blob
+    assert pipe.steps[0][1].random_state == 3 and pipe.steps[0][1].accountant is led
