@@ -193,8 +193,9 @@ def dask_max_row_norm(X):
 def validate_fit_data(estimator, X, y=None, *, requires_y=False, **validate_kwargs):
     """``validate_data`` for numpy/pandas/sparse input, :func:`check_dask_input` for dask.
 
-    Returns ``X`` (and ``y`` when ``requires_y``) like ``validate_data``.
-    For dask input the values are not read here: they are checked for
+    Returns ``X`` (and ``y`` when ``requires_y``) like ``validate_data``;
+    its errors carry no value of the data
+    (:func:`skdp._validation.validate_private_data`). For dask input the values are not read here: they are checked for
     finiteness inside the block reduction.
     """
     if is_dask_collection(X):
@@ -206,11 +207,11 @@ def validate_fit_data(estimator, X, y=None, *, requires_y=False, **validate_kwar
                 raise ValueError(f"y must be numeric, got dtype {yd.dtype}.")
             return Xd, yd
         return Xd
-    from sklearn.utils.validation import validate_data
+    from ._validation import validate_private_data
 
     if requires_y:
-        return validate_data(estimator, X, y, **validate_kwargs)
-    return validate_data(estimator, X, **validate_kwargs)
+        return validate_private_data(estimator, X, y, **validate_kwargs)
+    return validate_private_data(estimator, X, **validate_kwargs)
 
 
 def check_dask_weights(sample_weight, n):

@@ -602,12 +602,10 @@ def check_unit_sample_weight(sample_weight, X, estimator=None):
     params = inspect.signature(_check_sample_weight).parameters
     if "allow_all_zero_weights" in params:
         kwargs["allow_all_zero_weights"] = True
-    try:
-        w = _check_sample_weight(sample_weight, X, **kwargs)
-    except ValueError as exc:
-        if "finite" in str(exc).lower() or "nan" in str(exc).lower() or "inf" in str(exc).lower():
-            raise ValueError(f"{who}sample_weight must be finite and lie in [0, 1].") from None
-        raise
+    from ._validation import call_without_values
+
+    # errors without any value of the weights (numpy's conversion errors quote the cell)
+    w = _checked_weights(call_without_values, _check_sample_weight, sample_weight, X, who, kwargs)
     inside = np.isfinite(w) & (w >= 0.0) & (w <= 1.0)
     if not np.all(inside):
         raise ValueError(
@@ -615,3 +613,16 @@ def check_unit_sample_weight(sample_weight, X, estimator=None):
             "record moves every statistic by at most what an unweighted one does); rescale the "
             "weights by a public constant, e.g. divide by a public upper bound.")
     return w
+
+
+def _checked_weights(call, check, sample_weight, X, who, kwargs):
+    """``check(sample_weight, X, **kwargs)`` through ``call`` (no values in its errors); a
+    non-finite weight is reported against the public bound."""
+    err = None
+    try:
+        return call(check, sample_weight, X, name="sample_weight", **kwargs)
+    except ValueError as exc:
+        if "nan or infinity" not in str(exc).lower():
+            raise
+        err = ValueError(f"{who}sample_weight must be finite and lie in [0, 1].")
+    raise err from None

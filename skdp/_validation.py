@@ -21,6 +21,9 @@ __all__ = [
     "clip_rows",
     "row_norms",
     "public_shape",
+    "check_public_structure",
+    "validate_private_data",
+    "call_without_values",
     "fit_generator",
 ]
 
@@ -225,6 +228,184 @@ def public_shape(X):
     except Exception:
         d = None
     return n, d
+
+
+def _public_ndim(X):
+    """The number of dimensions of X from its structure alone (``None`` if it does not tell).
+
+    Arrays, sparse matrices, DataFrames and dask collections carry it as an
+    attribute; for a list (or tuple) the type of its first entry decides
+    (a scalar: 1-D, a sequence: 2-D or more). No value is converted.
+    """
+    shape = getattr(X, "shape", None)
+    ndim = getattr(X, "ndim", None)
+    if isinstance(ndim, numbers.Integral):
+        return int(ndim)
+    if isinstance(shape, tuple):
+        return len(shape)
+    if isinstance(X, (list, tuple)):
+        if len(X) == 0:
+            return None
+        first = X[0]
+        if isinstance(first, (str, bytes)) or not hasattr(first, "__len__"):
+            return 1
+        inner = _public_ndim(first)
+        return None if inner is None else 1 + inner
+    if X is None or isinstance(X, (numbers.Number, str, bytes)):
+        return 0
+    return None
+
+
+_RESHAPE_HINT = ("Reshape your data either using array.reshape(-1, 1) if your data has a single "
+                 "feature or array.reshape(1, -1) if it contains a single sample.")
+
+
+def check_public_structure(X, y=None, *, estimator=None, requires_y=False):
+    """``(n_samples, n_features)`` of X, after raising every error its structure decides.
+
+    Reads only the structure of ``X`` and ``y`` (their types, numbers of
+    dimensions and lengths: public under the replace-one relation), never a
+    value, so the errors come before the budget is charged and carry no
+    value: X is not 2-D, X has no feature, ``y`` is missing (``requires_y``)
+    or its length differs from X's. Returns :func:`public_shape` of X.
+    """
+    from ._dask import is_dask_collection
+
+    who = f" by {type(estimator).__name__}" if estimator is not None else ""
+    ndim = _public_ndim(X)
+    if ndim == 0:
+        raise ValueError(f"Expected 2D array, got scalar array instead: X must be 2-D. "
+                         f"{_RESHAPE_HINT}")
+    if ndim == 1:
+        raise ValueError(f"Expected 2D array, got 1D array instead: X must be 2-D. {_RESHAPE_HINT}")
+    if ndim is not None and ndim > 2:
+        raise ValueError(f"Found array with dim {ndim}, while dim <= 2 is required{who}: X must "
+                         "be 2-D.")
+    n, d = public_shape(X)
+    if d == 0:
+        shape = (n, 0) if n is not None else "(n_samples, 0)"
+        raise ValueError(f"Found array with 0 feature(s) (shape={shape}) while a minimum of 1 is "
+                         f"required{who}.")
+    if requires_y and y is None:
+        name = type(estimator).__name__ if estimator is not None else "this estimator"
+        raise ValueError(f"{name} requires y to be passed, but the target y is None.")
+    if y is not None and n is not None and not is_dask_collection(y) and not is_dask_collection(X):
+        try:
+            from sklearn.utils.validation import _num_samples
+
+            n_y = int(_num_samples(y))
+        except Exception:  # not array-like: the validation of the data reports it
+            n_y = None
+        if n_y is not None and n_y != n:
+            raise ValueError(
+                f"Found input variables with inconsistent numbers of samples: [{n}, {n_y}]")
+    return n, d
+
+
+# Messages of scikit-learn / numpy validation errors that name only the structure of the
+# input (shapes, lengths, dtypes, formats, column names), kept as they are. Every other
+# message is replaced (it may quote a value of the data: numpy's conversion errors quote the
+# offending cell, and check_array prints whole arrays).
+_STRUCTURAL_MESSAGES = (
+    "inconsistent numbers of samples",
+    "feature(s) (shape=",
+    "sample(s) (shape=",
+    "dim <= 2 is required",
+    "expected 2d input, got input with shape",
+    "sparse",
+    "requires y to be passed",
+    "y should be a 1d array",
+    "feature names",
+    "features, but",
+    "sample_weight.shape ==",
+    "sample weights must be 1d array or scalar",
+    "dtype='numeric' is not compatible",
+    "unknown chunk sizes",
+    "must be a dask array",
+    "must be numeric, got dtype",
+    "must be 1-d with one entry per row",
+)
+
+
+def _error_without_values(exc, name):
+    """A new exception for a failed validation of ``name``, without any value of the data."""
+    msg = str(exc)
+    low = msg.lower()
+    cls = TypeError if isinstance(exc, TypeError) else ValueError
+    if ("could not convert" in low or "invalid literal" in low or "argument must be" in low
+            or "cannot convert" in low or "unable to convert" in low
+            or "could not broadcast" in low or "setting an array element" in low
+            or "inhomogeneous" in low):
+        return cls(
+            f"{name} contains values that cannot be converted to float (a float() argument must "
+            "be a string or a real number, and a string must spell a number). The values are "
+            "not shown: they are private data.")
+    if "complex" in low:
+        return ValueError(f"Complex data not supported: {name} must be real-valued.")
+    if "got 1d array" in low:
+        return ValueError(f"Expected 2D array, got 1D array instead: {name} must be 2-D. "
+                          f"{_RESHAPE_HINT}")
+    if "got scalar array" in low:
+        return ValueError(f"Expected 2D array, got scalar array instead: {name} must be 2-D. "
+                          f"{_RESHAPE_HINT}")
+    if "unknown label type" in low:
+        return ValueError(
+            "Unknown label type: y must hold discrete class labels (a classifier cannot fit a "
+            "continuous or otherwise unsupported target). The labels are not shown: they are "
+            "private data.")
+    if "contains nan" in low or "contains infinity" in low or "nan or inf" in low:
+        return ValueError(f"Input {name} contains NaN or infinity (or a value too large for its "
+                          "dtype). The values are not shown: they are private data.")
+    if "array=" not in low and any(m in low for m in _STRUCTURAL_MESSAGES):
+        return cls(msg)
+    return cls(
+        f"{name} failed validation ({type(exc).__name__}); the original message is withheld "
+        f"because it may quote private values. {name} must be a numeric array-like "
+        "(2-D for X, 1-D for y and sample_weight) of finite real numbers.")
+
+
+def _failed_in_y(exc):
+    """Whether a validation error of ``validate_data(X, y)`` was raised while checking y."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_name in ("_check_y", "column_or_1d"):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def call_without_values(fn, *args, name="X", **kwargs):
+    """``fn(*args, **kwargs)``, with its ``ValueError`` / ``TypeError`` re-raised without values.
+
+    The one wrapper of every validation of private data (``validate_data``,
+    ``_check_sample_weight``, ``check_classification_targets``): the error
+    is replaced by :func:`_error_without_values`, which keeps the phrases
+    that name the structure of the input ("Expected 2D array", "Input X
+    contains NaN", "0 feature(s)", "Complex data not supported", "Unknown
+    label type", ...) and never a value of the data. The original error is
+    neither chained (``__cause__``) nor kept as ``__context__``. ``name``
+    is the input's name; ``("X", "y")`` names the one whose check failed.
+    """
+    try:
+        return fn(*args, **kwargs)
+    except (ValueError, TypeError) as exc:
+        if isinstance(name, tuple):
+            which = name[1] if _failed_in_y(exc) else name[0]
+        else:
+            which = name
+        err = _error_without_values(exc, which)
+    # raised outside the handler: the original error is not attached as __context__
+    raise err from None
+
+
+def validate_private_data(estimator, X, y="no_validation", **kwargs):
+    """scikit-learn's ``validate_data`` whose errors carry no value of the data
+    (:func:`call_without_values`)."""
+    from sklearn.utils.validation import validate_data
+
+    if isinstance(y, str) and y == "no_validation":
+        return call_without_values(validate_data, estimator, X, name="X", **kwargs)
+    return call_without_values(validate_data, estimator, X, y, name=("X", "y"), **kwargs)
 
 
 def fit_generator(random_state, spend=None):

@@ -13,8 +13,10 @@ The fit protocol
 ----------------
 1. Parameters are validated (scikit-learn's ``_parameter_constraints``).
 2. Every error decided by **public** inputs alone (parameters, ``n_samples``
-   and ``n_features``, which are public under the replace-one relation) is
-   raised: :meth:`_check_public`. Nothing has been charged yet.
+   and ``n_features``, which are public under the replace-one relation, the
+   number of dimensions of X and the length of y) is raised:
+   :meth:`_public_shape` and :meth:`_check_public`. Nothing has been charged
+   yet.
 3. The budget is charged to the accountant (check-and-spend, atomic). A fit
    that would overspend raises :class:`~skdp.BudgetExceededError` and
    spends nothing.
@@ -26,7 +28,9 @@ The fit protocol
    shape of what it returns depend on public inputs only; the errors left
    are format errors of the data (NaN, inf, wrong dtype, labels outside the
    declared ``classes``), which are messages to the data holder and carry no
-   value computed from the data. The charge is kept (conservative).
+   value computed from the data (every validation of the data goes through
+   :func:`skdp._validation.call_without_values`). The charge is kept
+   (conservative).
 
 A fit that raises at any step leaves no fitted attribute behind
 (:func:`private_fit`): ``check_is_fitted`` fails afterwards, also after a
@@ -41,7 +45,7 @@ from sklearn.utils._param_validation import HasMethods, Interval
 
 from ._budget import PrivacyBudget
 from ._ledger import _LedgerMixin
-from ._validation import check_epsilon_delta, fit_generator
+from ._validation import check_epsilon_delta, check_public_structure, fit_generator
 
 __all__ = ["PrivateEstimatorMixin", "private_fit", "discard_fitted_state", "for_release"]
 
@@ -158,6 +162,17 @@ class PrivateEstimatorMixin:
             )
 
     _min_samples = 1
+
+    def _public_shape(self, X, y=None, *, requires_y=False):
+        """``(n_samples, n_features)`` of X from its structure, after the structural errors.
+
+        Step 2 starts here: X that is not 2-D, X without features, a missing
+        ``y`` (``requires_y``) or a ``y`` whose length differs from X's raise
+        before the charge (:func:`skdp._validation.check_public_structure`:
+        no value is read). Either entry is ``None`` when the structure does
+        not tell it.
+        """
+        return check_public_structure(X, y, estimator=self, requires_y=requires_y)
 
     def _charge_budget(self, budget=None, description="fit", curve=None):
         """Check-and-spend ``budget`` on the accountant, then record it.

@@ -13,7 +13,7 @@ from sklearn.utils.validation import _num_samples, check_is_fitted, validate_dat
 from ._budget import PrivacyBudget
 from ._dask import validate_fit_data
 from ._stats import AugmentedRows, check_unit_sample_weight
-from ._validation import check_data_norm, check_epsilon_delta, public_shape
+from ._validation import check_data_norm, check_epsilon_delta
 from .exceptions import PrivacyGuaranteeWarning
 from .base import PrivateEstimatorMixin, private_fit
 from .mechanisms.ndis import private_sketch
@@ -240,7 +240,7 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
         """
         from .linear_model._ols import default_delta
 
-        n, d_public = public_shape(X)
+        n, d_public = self._public_shape(X)  # structure only, no values
         if n is None:
             n = _num_samples(X)  # raises sklearn's error for inputs that are not array-like
         delta = default_delta(n) if self.delta is None else self.delta

@@ -131,7 +131,7 @@ from ..base import PrivateEstimatorMixin, private_fit
 from .._dask import validate_fit_data
 from .._stats import (UNIT_ROUNDOFF, check_unit_sample_weight, clipped_gram, computed_row_bound,
                       gram_rounding_bound)
-from .._validation import check_data_norm, check_epsilon_delta, public_shape
+from .._validation import check_data_norm, check_epsilon_delta
 from ..mechanisms import Query, calibrate, get_mechanism
 from ..mechanisms.selection import applicable_names
 
@@ -452,7 +452,7 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
         return calibrate(query, budget.epsilon, budget.delta, mechanism=_MECHANISMS[self.mechanism])
 
     def _fit(self, X, sample_weight=None):
-        n_pub, d_pub = public_shape(X)
+        n_pub, d_pub = self._public_shape(X)  # structure only, no values
         weighted = sample_weight is not None  # public: whether weights are passed
         sparse = sp.issparse(X)  # public: the input's format (it sets the kernel's chunks)
         pre = {}

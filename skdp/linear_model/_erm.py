@@ -432,8 +432,9 @@ from .._validation import (
     check_classes,
     check_data_norm,
     check_epsilon_delta,
+    call_without_values,
     encode_labels,
-    public_shape,
+    validate_private_data,
 )
 from .._dask import is_dask_collection
 from .._stats import check_unit_sample_weight, computed_row_bound
@@ -1399,16 +1400,16 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
                 f"{type(self).__name__} needs X in memory (or memmapped): its solvers make many "
                 "passes over the rows. Fit a dask array with PrivatePCA, PrivateOLS or "
                 "PrivateRandomProjection, or call X.compute() / np.asarray on a sample you may hold.")
+        n_pub, d_pub = self._public_shape(X, y, requires_y=True)  # structure only, no values
         sample_weight = check_unit_sample_weight(sample_weight, X, self)  # shared, before the charge
         loss = self._loss()
         classes = check_classes(self.classes, self)
-        n_pub, d_pub = public_shape(X)
         budget, rng = self._start_fit(n_pub, d_pub, curve=lambda: self._curve(
             n_pub, d_pub, classes, sp.issparse(X)))
         eps, delta = budget.epsilon, budget.delta
-        X, y = validate_data(self, X, y, accept_sparse=["csr", "csc"],
-                             dtype=[np.float64, np.float32], ensure_min_samples=2)
-        check_classification_targets(y)
+        X, y = validate_private_data(self, X, y, accept_sparse=["csr", "csc"],
+                                     dtype=[np.float64, np.float32], ensure_min_samples=2)
+        call_without_values(check_classification_targets, y, name="y")
         classes_, y_idx = encode_labels(y, classes, self)
         n_classes = len(classes_)
         n, d = X.shape

@@ -24,7 +24,6 @@ from .._validation import (
     check_epsilon_delta,
     _leak_warning,
     check_positive_finite,
-    public_shape,
 )
 from ..base import PrivateEstimatorMixin, private_fit
 from ..exceptions import PrivacyGuaranteeWarning
@@ -704,7 +703,7 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         -------
         self
         """
-        n, d_public = public_shape(X)
+        n, d_public = self._public_shape(X, y, requires_y=True)  # structure only, no values
         if n is None:
             n = _num_samples(X)  # raises sklearn's error for inputs that are not array-like
         method = self._resolve_method(n, d_public)

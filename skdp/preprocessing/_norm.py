@@ -72,7 +72,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import FLOAT_DTYPES, check_is_fitted, validate_data
 
 from .._budget import PrivacyBudget
-from .._validation import _leak_warning, check_epsilon_delta, public_shape
+from .._validation import _leak_warning, check_epsilon_delta, validate_private_data
 from ..base import PrivateEstimatorMixin, private_fit
 from ..linear_model._rows import row_norms_any
 from ..mechanisms._discrete import bernoulli_exp_neg_fraction
@@ -243,8 +243,8 @@ class PrivateRowNormScaler(OneToOneFeatureMixin, TransformerMixin, PrivateEstima
         -------
         self : PrivateRowNormScaler
         """
-        budget, rng = self._start_fit(*public_shape(X))
-        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES)
+        budget, rng = self._start_fit(*self._public_shape(X))  # structure only, no values
+        X = validate_private_data(self, X, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES)
         n = X.shape[0]
         norms = row_norms_any(X)
         if self.norm_range is None:

@@ -120,7 +120,7 @@ from sklearn.utils.sparsefuncs import inplace_column_scale
 from sklearn.utils.validation import FLOAT_DTYPES, check_array, check_is_fitted, validate_data
 
 from .._budget import PrivacyBudget
-from .._validation import _leak_warning, check_epsilon_delta, public_shape
+from .._validation import _leak_warning, check_epsilon_delta, validate_private_data
 from .._filter import release_curve
 from ..base import PrivateEstimatorMixin, private_fit
 from ..mechanisms import Query, calibrate
@@ -472,7 +472,7 @@ class PrivateStandardScaler(PrivateEstimatorMixin, OneToOneFeatureMixin, Transfo
                 "Cannot center sparse matrices: pass `with_mean=False` instead. See docstring "
                 "for motivation and alternatives."
             )
-        n_pub, d_pub = public_shape(X)
+        n_pub, d_pub = self._public_shape(X)  # structure only, no values
         releases = self.with_mean or self.with_std
         pre = {}
 
@@ -493,8 +493,8 @@ class PrivateStandardScaler(PrivateEstimatorMixin, OneToOneFeatureMixin, Transfo
         else:  # nothing is released: nothing is charged
             self._check_public(n_pub, d_pub)
             self.privacy_spent_ = PrivacyBudget.zero()
-        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES,
-                          ensure_min_samples=1)
+        X = validate_private_data(self, X, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES,
+                                  ensure_min_samples=1)
         n, d = X.shape
         if self.bounds is None:
             lower, upper = _infer_bounds(X, self)
