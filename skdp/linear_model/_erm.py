@@ -908,11 +908,21 @@ def _output_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma, ma
     return spec.privatize(W, rng), (spec,), info
 
 
-def _objective_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma, max_iter, rng,
-                            strategy=True, sample_weight=None):
-    K, p = Y.shape[1], U.shape[1]
+def _objective_plan(K, p, R, n, lam, gamma, eps, delta, mechanism, curvature, strategy=True):
+    """The objective route's calibration from public inputs alone (no data).
+
+    ``R`` the public bound on the augmented rows, ``p`` their length, ``lam``
+    the public regularization, ``gamma`` the solver tolerance, ``curvature``
+    the loss's. Returns a dict with the noise of ``b`` (``spec1``, the grid
+    ``b_grid`` and ``sigma1``), the released draw's ``spec2`` and the split
+    of the budget. Raises every error the calibration decides (e.g. a
+    ``delta`` too small for the floating-point-safe sampler): it is called
+    before the charge when ``data_norm`` and ``classes`` are given
+    (:meth:`PrivateLogisticRegression._curve`) and again, identically, in
+    the fit.
+    """
     R = computed_row_bound(R, p)  # the computed rows' bound (the analysis is for those rows)
-    beta = loss.curvature * R**2
+    beta = curvature * R**2
     eps2, eps1 = _OUT_FRAC * eps, (1.0 - _OUT_FRAC) * eps
     pure = _is_pure(mechanism, delta)
     if not pure and delta == 0:
@@ -975,27 +985,38 @@ def _objective_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma,
         spec1 = calibrate(Query(shape=(K, p), l2_sensitivity=sens1), eps3, delta1, mechanism=mechanism)
         name2 = mechanism
         sigma1 = None
+    # b = grid * integer is within half a grid step per coordinate of the continuous noise
+    # it is coupled to (0 for the continuous draws)
+    b_shift = 0.0 if b_grid is None else b_grid * np.sqrt(K * p) / 2.0
+    # the released W~ is within (gamma + b_shift) / lambda' of the exact minimiser for the
+    # continuous noise coupled to b (b_shift = 0 for the continuous draws)
+    sens2 = 2.0 * (gamma + b_shift) / lam_tot
+    spec2 = calibrate(Query(shape=(K, p), l2_sensitivity=sens2), eps2, delta2, mechanism=name2)
+    return dict(R=R, pure=pure, lam_tot=lam_tot, eps_j=eps_j, eps3=eps3, eps2=eps2,
+                delta1=delta1, delta2=delta2, sens1=sens1, m=m, spec1=spec1, sigma1=sigma1,
+                b_grid=b_grid, b_shift=b_shift, spec2=spec2)
+
+
+def _objective_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma, max_iter, rng,
+                            strategy=True, sample_weight=None):
+    K, p = Y.shape[1], U.shape[1]
+    plan = _objective_plan(K, p, R, n, lam, gamma, eps, delta, mechanism, loss.curvature, strategy)
+    R, lam_tot, b_grid, sigma1 = plan["R"], plan["lam_tot"], plan["b_grid"], plan["sigma1"]
+    spec1, spec2, b_shift = plan["spec1"], plan["spec2"], plan["b_shift"]
     if sigma1 is not None:  # AMP: exact discrete Gaussian on the grid b_grid
         b = _draw_objective_noise(sigma1, b_grid, (K, p), rng)
     elif b_grid is not None:  # pure: exact discrete Laplace on the grid b_grid
         b = _draw_pure_objective_noise(spec1.params["t"], b_grid, (K, p), rng)
     else:
         b = _density_noise(spec1, rng)
-    # b = grid * integer is within half a grid step per coordinate of the continuous noise
-    # it is coupled to (0 for the continuous draws)
-    b_shift = 0.0 if b_grid is None else b_grid * np.sqrt(K * p) / 2.0
     W = minimize(U, Y, loss, lam_tot, b, gamma, max_iter, R, sample_weight)
-    # the released W~ is within (gamma + b_shift) / lambda' of the exact minimiser for the
-    # continuous noise coupled to b (b_shift = 0 for the continuous draws)
-    sens2 = 2.0 * (gamma + b_shift) / lam_tot
-    spec2 = calibrate(Query(shape=(K, p), l2_sensitivity=sens2), eps2, delta2, mechanism=name2)
     W = spec2.privatize(W, rng)  # independent draw, released on the grid
     info = {
-        "route": "objective", "method": "chaudhuri" if pure else "amp",
+        "route": "objective", "method": "chaudhuri" if plan["pure"] else "amp",
         "regularization": lam_tot, "extra_regularization": lam_tot - lam,
-        "eps_jacobian": eps_j, "eps_noise": eps3, "eps_solver": eps2,
-        "delta_noise": delta1, "delta_solver": delta2, "l2_sensitivity": sens1,
-        "subspace_dim": m, "sigma": sigma1,
+        "eps_jacobian": plan["eps_j"], "eps_noise": plan["eps3"], "eps_solver": plan["eps2"],
+        "delta_noise": plan["delta1"], "delta_solver": plan["delta2"],
+        "l2_sensitivity": plan["sens1"], "subspace_dim": plan["m"], "sigma": sigma1,
         "noise_grid": b_grid, "noise_grid_shift": b_shift,
     }
     return W, (spec1, spec2), info
@@ -1318,12 +1339,14 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
         need only ``n``, the shape, the public ``classes`` and ``data_norm``,
         the budget and the public rules for ``C`` and ``T``. Objective
         perturbation (AMP) and Poisson-sampled DP-SGD have no Gaussian curve:
-        the ledger charges them by basic composition.
+        the ledger charges them by basic composition. The objective route's
+        calibration (:func:`_objective_plan`) still runs here, so that the
+        errors it decides from these public inputs (a ``delta`` too small
+        for the floating-point-safe sampler) come before the charge.
         """
         from .._filter import release_curve
 
-        if (self.data_norm is None or classes is None or not n or not d
-                or self.perturbation == "objective"):
+        if self.data_norm is None or classes is None or not n or not d:
             return None
         if self.mechanism != "auto":
             mech = get_mechanism(self.mechanism)
@@ -1335,6 +1358,12 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
         K = 1 if classes.size == 2 else classes.size
         _, R = self._intercept_column(float(self.data_norm))
         p = d + int(self.fit_intercept)
+        if self.perturbation == "objective":  # public calibration only: no Gaussian curve
+            _objective_plan(K, p, R, n, self._regularization(n, K, p, R, eps, delta), gamma=
+                            self._tolerance(n, d, K, R, sparse), eps=eps, delta=delta,
+                            mechanism=self.mechanism, curvature=self._loss().curvature,
+                            strategy=not isinstance(self.C, str))
+            return None
         if self.perturbation == "gradient":
             return _gradient_spec(K, p, n, eps, delta, self.mechanism,
                                   self._n_steps(n, K, p, eps, delta), self.batch_size,
