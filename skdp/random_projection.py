@@ -8,12 +8,13 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval
-from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
+from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from ._budget import PrivacyBudget
 from ._dask import validate_fit_data
 from ._stats import AugmentedRows, check_unit_sample_weight
-from ._validation import check_data_norm, check_epsilon_delta
+from ._validation import (call_without_values, check_data_norm, check_epsilon_delta,
+                          validate_private_data)
 from .exceptions import PrivacyGuaranteeWarning
 from .base import PrivateEstimatorMixin, private_fit
 from .mechanisms.ndis import private_sketch
@@ -287,8 +288,8 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
         X_new : ndarray of shape (n_samples, n_components)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, accept_sparse=["csr", "csc"],
-                          dtype=[np.float64, np.float32])
+        X = validate_private_data(self, X, reset=False, accept_sparse=["csr", "csc"],
+                                  dtype=[np.float64, np.float32])
         return np.asarray(X @ self.components_.T.astype(X.dtype))
 
     def inverse_transform(self, X):
@@ -306,7 +307,8 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
         if sp.issparse(X):  # projections are narrow: the dense output is larger than this copy
             X = X.toarray()
         X = np.asarray(X)
-        X = X.astype(X.dtype if X.dtype in (np.float32, np.float64) else np.float64, copy=False)
+        X = call_without_values(  # a cell that is not a number: no value in the message
+            X.astype, X.dtype if X.dtype in (np.float32, np.float64) else np.float64, copy=False)
         return X @ self.components_.astype(X.dtype)
 
     def __sklearn_tags__(self):

@@ -124,14 +124,15 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from .._filter import release_curve
 from ..base import PrivateEstimatorMixin, private_fit
 from .._dask import validate_fit_data
 from .._stats import (UNIT_ROUNDOFF, check_unit_sample_weight, clipped_gram, computed_row_bound,
                       gram_rounding_bound)
-from .._validation import check_data_norm, check_epsilon_delta
+from .._validation import (call_without_values, check_data_norm, check_epsilon_delta,
+                           validate_private_data)
 from ..mechanisms import Query, calibrate, get_mechanism
 from ..mechanisms.selection import applicable_names
 
@@ -544,8 +545,8 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
         X_new : ndarray of shape (n_samples, n_components_)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse=["csr", "csc"], dtype=[np.float64, np.float32],
-                          reset=False)
+        X = validate_private_data(self, X, accept_sparse=["csr", "csc"],
+                                  dtype=[np.float64, np.float32], reset=False)
         V = self.components_.astype(X.dtype, copy=False)
         # X V^T - mean V^T: no centred (dense) copy of a sparse X
         Xt = np.asarray(X @ V.T)
@@ -569,7 +570,8 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
         if sp.issparse(X):  # projections are narrow: the dense output is larger than this copy
             X = X.toarray()
         X = np.asarray(X)
-        X = X.astype(X.dtype if X.dtype in (np.float32, np.float64) else np.float64, copy=False)
+        X = call_without_values(  # a cell that is not a number: no value in the message
+            X.astype, X.dtype if X.dtype in (np.float32, np.float64) else np.float64, copy=False)
         if X.ndim != 2 or X.shape[1] != self.n_components_:
             raise ValueError(
                 f"X must have shape (n_samples, {self.n_components_}), got {X.shape}."

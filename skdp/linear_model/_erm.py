@@ -426,7 +426,7 @@ from scipy.special import expit, gammaln, ndtr
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from .._validation import (
     check_classes,
@@ -1499,8 +1499,8 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
         scores : ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse=["csr", "csc"], dtype=[np.float64, np.float32],
-                          reset=False)
+        X = validate_private_data(self, X, accept_sparse=["csr", "csc"],
+                                  dtype=[np.float64, np.float32], reset=False)
         scores = safe_matmul(X, self.coef_.T) + self.intercept_
         return scores.ravel() if scores.shape[1] == 1 else scores
 

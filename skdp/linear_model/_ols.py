@@ -12,7 +12,7 @@ from scipy import linalg
 from scipy.stats import norm
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
+from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from .._budget import PrivacyBudget
 from .._dask import is_dask_collection, validate_fit_data
@@ -24,6 +24,7 @@ from .._validation import (
     check_epsilon_delta,
     _leak_warning,
     check_positive_finite,
+    validate_private_data,
 )
 from ..base import PrivateEstimatorMixin, private_fit
 from ..exceptions import PrivacyGuaranteeWarning
@@ -865,6 +866,6 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         y : ndarray of shape (n_samples,)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, accept_sparse=["csr", "csc"],
-                          dtype=[np.float64, np.float32])
+        X = validate_private_data(self, X, reset=False, accept_sparse=["csr", "csc"],
+                                  dtype=[np.float64, np.float32])
         return np.asarray(X @ self.coef_ + self.intercept_)

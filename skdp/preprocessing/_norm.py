@@ -69,7 +69,7 @@ import numpy as np
 from scipy import sparse
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval
-from sklearn.utils.validation import FLOAT_DTYPES, check_is_fitted, validate_data
+from sklearn.utils.validation import FLOAT_DTYPES, check_is_fitted
 
 from .._budget import PrivacyBudget
 from .._validation import _leak_warning, check_epsilon_delta, validate_private_data
@@ -276,7 +276,8 @@ class PrivateRowNormScaler(OneToOneFeatureMixin, TransformerMixin, PrivateEstima
         X_new : same kind and dtype as X (float), rows of norm at most 1
         """
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES, reset=False)
+        X = validate_private_data(self, X, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES,
+                                  reset=False)
         norms = row_norms_any(X) / self.norm_
         factor = (1.0 / self.norm_) * np.minimum(1.0, 1.0 / np.maximum(norms, np.finfo(float).tiny))
         factor = factor.astype(X.dtype, copy=False)

@@ -117,10 +117,11 @@ import numpy as np
 from scipy import sparse
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
 from sklearn.utils.sparsefuncs import inplace_column_scale
-from sklearn.utils.validation import FLOAT_DTYPES, check_array, check_is_fitted, validate_data
+from sklearn.utils.validation import FLOAT_DTYPES, check_array, check_is_fitted
 
 from .._budget import PrivacyBudget
-from .._validation import _leak_warning, check_epsilon_delta, validate_private_data
+from .._validation import (_leak_warning, call_without_values, check_epsilon_delta,
+                           validate_private_data)
 from .._filter import release_curve
 from ..base import PrivateEstimatorMixin, private_fit
 from ..mechanisms import Query, calibrate
@@ -556,7 +557,8 @@ class PrivateStandardScaler(PrivateEstimatorMixin, OneToOneFeatureMixin, Transfo
         X_tr : {ndarray, sparse matrix} of shape (n_samples, n_features)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, accept_sparse="csr", copy=True, dtype=FLOAT_DTYPES)
+        X = validate_private_data(self, X, reset=False, accept_sparse="csr", copy=True,
+                                  dtype=FLOAT_DTYPES)
         if sparse.issparse(X):
             if self.with_mean:
                 raise ValueError(
@@ -584,7 +586,8 @@ class PrivateStandardScaler(PrivateEstimatorMixin, OneToOneFeatureMixin, Transfo
         X_original : {ndarray, sparse matrix} of shape (n_samples, n_features)
         """
         check_is_fitted(self)
-        X = check_array(X, accept_sparse="csr", copy=True, dtype=FLOAT_DTYPES)
+        X = call_without_values(check_array, X, accept_sparse="csr", copy=True,
+                                dtype=FLOAT_DTYPES)
         if sparse.issparse(X):
             if self.with_mean:
                 raise ValueError(
