@@ -446,3 +446,214 @@ def test_for_release_strips_seeds_and_ledgers_and_keeps_the_release():
         for word in (b"BudgetLedger", b"SeedSequence", b"Generator", b"RandomState"):
             assert word not in blob
     assert pipe.steps[0][1].random_state == 3 and pipe.steps[0][1].accountant is led
+
+
+# ---------------------------------------------------------------------------
+# 7. validation errors of the data carry no value of it (string cells, 1-D X), and the
+#    errors decided by the structure of X and y come before the charge
+# ---------------------------------------------------------------------------
+_SECRET_STR = "SSN 123-45-6789"
+_SECRET_NUM = 123.456789
+_SECRETS = (_SECRET_STR, "123-45-6789", "123.45", "123.46", "1.2345", "1.2346")
+
+
+def _estimators(L=None):
+    """``(name, estimator, needs_y, takes_weight)`` for every private estimator."""
+    from skdp.preprocessing import PrivateRowNormScaler, PrivateStandardScaler
+
+    return [
+        ("LR", PrivateLogisticRegression(data_norm=1.0, classes=[0, 1], accountant=L), True, True),
+        ("Huber", PrivateHuberSVM(data_norm=1.0, classes=[0, 1], accountant=L), True, True),
+        ("OLS", PrivateOLS(data_norm=1.0, label_bound=1.0, delta=1e-6, accountant=L), True, True),
+        ("PCA", PrivatePCA(data_norm=1.0, delta=1e-6, accountant=L), False, True),
+        ("RP", PrivateRandomProjection(data_norm=1.0, delta=1e-6, accountant=L), False, True),
+        ("Scaler", PrivateStandardScaler(bounds=(-1, 1), accountant=L), False, False),
+        ("RowNorm", PrivateRowNormScaler(norm_range=(0.1, 10), accountant=L), False, False),
+    ]
+
+
+def _messages(exc):
+    """The message of ``exc`` and of every exception chained to it."""
+    out, seen = [], set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        out.append(f"{type(exc).__name__}: {exc}")
+        exc = exc.__cause__ or exc.__context__
+    return out
+
+
+def _assert_no_secret(exc):
+    msgs = _messages(exc)
+    leaks = [(m, s) for m in msgs for s in _SECRETS if s in m]
+    assert not leaks, leaks
+    assert exc.__cause__ is None and exc.__context__ is None
+
+
+def _bad_cells():
+    X = (_unit_rows(40, d=3) / 2).astype(object)
+    X[0, 0] = _SECRET_NUM
+    X_str = X.copy()
+    X_str[7, 1] = _SECRET_STR
+    y_cls = _Y.astype(object)
+    y_reg = (_Y * 0.5).astype(object)
+    return X, X_str, y_cls, y_reg
+
+
+def _bad_value_fits():
+    X, X_str, y_cls, y_reg = _bad_cells()
+    Xf = X.astype(float)
+    cases = []
+    for name, est, needs_y, takes_weight in _estimators():
+        y = (y_cls if name in ("LR", "Huber") else y_reg) if needs_y else None
+        y_bad = None
+        if needs_y:
+            y_bad = y.copy()
+            y_bad[3] = _SECRET_STR
+        args = (lambda Xa, ya=y: (Xa, ya) if needs_y else (Xa,))
+        cases.append((f"{name} X string", est, args(X_str), {}))
+        cases.append((f"{name} 1-D X", est, args(Xf[:, 0]), {}))
+        if needs_y:
+            cases.append((f"{name} y string", est, (Xf, y_bad), {}))
+        if takes_weight:
+            w = np.full(40, 0.5, dtype=object)
+            w[5] = _SECRET_STR
+            cases.append((f"{name} sample_weight string", est, args(Xf), {"sample_weight": w}))
+    return cases
+
+
+@pytest.mark.parametrize("name, est, args, kwargs", _bad_value_fits(),
+                         ids=[c[0] for c in _bad_value_fits()])
+def test_validation_errors_carry_no_value_of_the_data(name, est, args, kwargs):
+    est = clone(est)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises((ValueError, TypeError)) as err:
+            est.fit(*args, **kwargs)
+    _assert_no_secret(err.value)
+    msg = str(err.value)
+    if "1-D X" in name:
+        assert "Expected 2D array" in msg
+    elif "string" in name and not (name.startswith(("LR y", "Huber y"))):
+        # (a classifier's labels need not be numbers: a mixed one is an unknown label type)
+        what = "sample_weight" if "sample_weight" in name else ("y" if "y string" in name else "X")
+        assert msg.startswith(f"{what} contains values that cannot be converted to float")
+    with pytest.raises(Exception, match="not fitted"):
+        check_is_fitted(est)
+
+
+def test_nan_and_complex_messages_carry_no_value():
+    from skdp._validation import validate_private_data
+
+    X = _unit_rows(10, d=2)
+    X[0, 0] = _SECRET_NUM
+    Xc = X.astype(complex)
+    Xc[1, 1] = 1j * _SECRET_NUM
+    Xn = X.copy()
+    Xn[2, 1] = np.nan
+    for bad, match in ((Xc, "Complex data not supported"), (Xn, "Input X contains NaN")):
+        with pytest.raises(ValueError, match=match) as err:
+            validate_private_data(PrivatePCA(), bad, dtype=[np.float64])
+        _assert_no_secret(err.value)
+    # a scalar X: sklearn prints it ("array=..."); the message here does not
+    with pytest.raises(ValueError, match="Expected 2D array") as err:
+        validate_private_data(PrivatePCA(), np.float64(_SECRET_NUM))
+    _assert_no_secret(err.value)
+    # a continuous target: "Unknown label type", without the labels
+    with pytest.raises(ValueError, match="Unknown label type") as err:
+        PrivateLogisticRegression(data_norm=1.0).fit(X, np.full(10, _SECRET_NUM) + np.arange(10))
+    _assert_no_secret(err.value)
+
+
+def _structural_cases():
+    from skdp.preprocessing import PrivateRowNormScaler, PrivateStandardScaler
+
+    X, y = _unit_rows(200, d=3) / 2, None
+    y = (X[:, 0] > 0).astype(int)
+    LR = lambda L, **k: PrivateLogisticRegression(**{"data_norm": 1.0, "classes": [0, 1],  # noqa: E731
+                                                     "accountant": L, **k})
+    OLS = lambda L: PrivateOLS(data_norm=1.0, label_bound=1.0, delta=1e-6, accountant=L)  # noqa: E731
+    PCA = lambda L: PrivatePCA(data_norm=1.0, delta=1e-6, accountant=L)  # noqa: E731
+    RP = lambda L: PrivateRandomProjection(data_norm=1.0, delta=1e-6, accountant=L)  # noqa: E731
+    SC = lambda L: PrivateStandardScaler(bounds=(-1, 1), accountant=L)  # noqa: E731
+    RN = lambda L: PrivateRowNormScaler(norm_range=(0.1, 10), accountant=L)  # noqa: E731
+    return [
+        ("LR y shorter", LR, (X, y[:150]), "inconsistent numbers of samples"),
+        ("Huber y shorter", lambda L: PrivateHuberSVM(data_norm=1.0, classes=[0, 1], accountant=L),
+         (X, y[:150]), "inconsistent numbers of samples"),
+        ("OLS y shorter", OLS, (X, X[:150, 0]), "inconsistent numbers of samples"),
+        ("OLS y list longer", OLS, (X, list(X[:, 0]) + [0.0]), "inconsistent numbers of samples"),
+        ("LR y None", LR, (X, None), "requires y to be passed"),
+        ("OLS y None", OLS, (X, None), "requires y to be passed"),
+        ("LR 1-D X", LR, (X[:, 0], y), "Expected 2D array"),
+        ("OLS 1-D X", OLS, (X[:, 0], X[:, 1]), "Expected 2D array"),
+        ("PCA 1-D X", PCA, (X[:, 0],), "Expected 2D array"),
+        ("RP 1-D X", RP, (X[:, 0],), "Expected 2D array"),
+        ("Scaler 1-D X", SC, (X[:, 0],), "Expected 2D array"),
+        ("RowNorm 1-D X", RN, (X[:, 0],), "Expected 2D array"),
+        ("RowNorm 1-D list X", RN, (list(X[:, 0]),), "Expected 2D array"),
+        ("PCA 3-D X", PCA, (X.reshape(200, 3, 1),), "dim"),
+        ("LR 0 features", LR, (X[:, :0], y), r"0 feature\(s\)"),
+        ("OLS 0 features", OLS, (X[:, :0], X[:, 0]), r"0 feature\(s\)"),
+        ("PCA 0 features", PCA, (X[:, :0],), r"0 feature\(s\)"),
+        ("RP 0 features", RP, (X[:, :0],), r"0 feature\(s\)"),
+        ("Scaler 0 features", SC, (X[:, :0],), r"0 feature\(s\)"),
+        ("RowNorm 0 features", RN, (X[:, :0],), r"0 feature\(s\)"),
+        ("LR objective delta=1e-300",
+         lambda L: LR(L, delta=1e-300, perturbation="objective"), (X, y), "delta is too small"),
+        ("Huber objective delta=1e-300",
+         lambda L: PrivateHuberSVM(data_norm=1.0, classes=[0, 1], delta=1e-300,
+                                   perturbation="objective", accountant=L), (X, y),
+         "delta is too small"),
+        ("LR objective C=auto delta=1e-300",
+         lambda L: LR(L, delta=1e-300, perturbation="objective", C="auto"), (X, y),
+         "delta is too small"),
+    ]
+
+
+@pytest.mark.parametrize("name, make, args, match", _structural_cases(),
+                         ids=[c[0] for c in _structural_cases()])
+def test_structural_errors_are_raised_before_the_charge(name, make, args, match):
+    ledger = BudgetLedger(100.0, 0.5)
+    est = make(ledger)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match=match):
+            est.fit(*args)
+    assert ledger.spends == []
+    assert ledger.spent.epsilon == 0 and ledger.spent.delta == 0
+    with pytest.raises(Exception, match="not fitted"):
+        check_is_fitted(est)
+    assert not [k for k in vars(est) if k.endswith("_") and not k.startswith("__")]
+
+
+def test_objective_route_fits_unchanged_after_the_precharge_calibration():
+    # the pre-charge calibration of the objective route is the fit's own: same seed, same release
+    X = _unit_rows(200, d=3)
+    y = (X[:, 0] > 0).astype(int)
+    kw = dict(data_norm=1.0, classes=[0, 1], perturbation="objective", random_state=3)
+    a = PrivateLogisticRegression(**kw).fit(X, y)
+    b = PrivateLogisticRegression(**{**kw, "classes": None})
+    with pytest.warns(PrivacyLeakWarning):
+        b.fit(X, y)  # no pre-charge calibration (classes inferred): the same release
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.intercept_, b.intercept_)
+
+
+def test_predict_and_transform_errors_carry_no_value_of_the_data():
+    X, X_str, _, _ = _bad_cells()
+    Xf = X.astype(float)
+    for name, est, needs_y, _ in _estimators():
+        est = clone(est).set_params(random_state=0)
+        y = (_Y if name in ("LR", "Huber") else _Y * 0.5) if needs_y else None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(Xf, y) if needs_y else est.fit(Xf)
+        method = getattr(est, "predict", None) or est.transform
+        for bad in (X_str, Xf[:, 0], Xf[0]):
+            with pytest.raises((ValueError, TypeError)) as err:
+                method(bad)
+            _assert_no_secret(err.value)
+        if hasattr(est, "inverse_transform"):
+            with pytest.raises((ValueError, TypeError)) as err:
+                est.inverse_transform(X_str)
+            _assert_no_secret(err.value)
