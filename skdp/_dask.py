@@ -90,8 +90,13 @@ def as_dask_rows(X, y=None, sample_weight=None):
     def align(v, name):
         if v is None:
             return None
-        v = _as_array(v, name) if is_dask_collection(v) else da.from_array(
-            np.asarray(v, dtype=np.float64).reshape(-1), chunks=rows)
+        if is_dask_collection(v):
+            v = _as_array(v, name)
+        else:  # a cell that is not a number: the error names no value (numpy's would quote it)
+            from ._validation import call_without_values
+
+            v = da.from_array(call_without_values(np.asarray, v, dtype=np.float64, name=name)
+                              .reshape(-1), chunks=rows)
         if v.ndim == 2 and v.shape[1] == 1:
             v = v[:, 0]
         if v.ndim != 1 or v.shape[0] != X.shape[0]:

@@ -289,7 +289,7 @@ def check_public_structure(X, y=None, *, estimator=None, requires_y=False):
     if requires_y and y is None:
         name = type(estimator).__name__ if estimator is not None else "this estimator"
         raise ValueError(f"{name} requires y to be passed, but the target y is None.")
-    if y is not None and n is not None and not is_dask_collection(y) and not is_dask_collection(X):
+    if y is not None and n is not None and not is_dask_collection(y):  # dask y: as_dask_rows checks it
         try:
             from sklearn.utils.validation import _num_samples
 

@@ -657,3 +657,25 @@ def test_predict_and_transform_errors_carry_no_value_of_the_data():
             with pytest.raises((ValueError, TypeError)) as err:
                 est.inverse_transform(X_str)
             _assert_no_secret(err.value)
+
+
+def test_dask_input_errors_carry_no_value_of_the_data():
+    da = pytest.importorskip("dask.array")
+    X = da.from_array(_unit_rows(40, d=3) / 2, chunks=10)
+    y = (_Y * 0.5).astype(object)
+    y[3] = _SECRET_STR
+    ledger = BudgetLedger(100.0, 0.5)
+    with pytest.raises(ValueError, match="y contains values that cannot be converted") as err:
+        PrivateOLS(data_norm=1.0, label_bound=1.0, delta=1e-6, accountant=ledger).fit(X, y)
+    _assert_no_secret(err.value)
+    w = np.full(40, 0.5, dtype=object)
+    w[5] = _SECRET_STR
+    with pytest.raises(ValueError, match="sample_weight contains values") as err:
+        PrivatePCA(data_norm=1.0, delta=1e-6, accountant=ledger).fit(X, sample_weight=w)
+    _assert_no_secret(err.value)
+    # a y of the wrong length: decided by the structure, before the charge
+    spent = len(ledger.spends)
+    with pytest.raises(ValueError):
+        PrivateOLS(data_norm=1.0, label_bound=1.0, delta=1e-6, accountant=ledger).fit(
+            X, np.zeros(39))
+    assert len(ledger.spends) == spent
