@@ -509,3 +509,60 @@ def test_continuous_variants_are_unverified_and_never_auto():
             "laplace_continuous", "inid_laplace_continuous"} <= names
     spec = calibrate(Query(shape=(5,), l2_sensitivity=1.0), 1.0, 1e-5)
     assert not spec.mechanism.endswith("_continuous")
+
+
+def test_grids_refine_where_e_eps_makes_the_sampler_reserve_large():
+    """At large epsilon the factor 1 + e^eps makes the reserve of the discrete sampler's
+    total-variation error exceed delta / 10 on the grid rule's grid (every Gaussian release
+    failed at epsilon 20, delta 1e-5). refine_for_reserve halves the grids until the reserve
+    is at most RESERVE_SHARE * delta; it changes nothing at moderate epsilon."""
+    from skdp.mechanisms._grid import RESERVE_SHARE, discrete_gaussian_tv_reserve, refine_for_reserve
+
+    delta = 1e-5
+    for eps in (0.1, 1.0, 8.0):  # the rule's grids qualify: nothing changes
+        spec = calibrate(Query(shape=(50,), l2_sensitivity=1.0), eps, delta,
+                         mechanism="analytic_gaussian")
+        assert spec.params["grid"] == grid_step(1.0, np.sqrt(50))
+    for eps in (20.0, 30.0):
+        g0 = grid_step(1.0, np.sqrt(50))
+        spec = calibrate(Query(shape=(50,), l2_sensitivity=1.0), eps, delta,
+                         mechanism="analytic_gaussian")
+        g = spec.params["grid"]
+        assert g < g0 and math.log2(g0 / g) == int(math.log2(g0 / g))  # a power-of-two refinement
+        s = spec.params["sigma"] / g
+        assert s <= 2.0**40  # the samplers' range
+        reserve = discrete_gaussian_tv_reserve(eps, delta, np.full(50, s))
+        assert reserve <= RESERVE_SHARE * delta and spec.params["tv_reserve"] <= RESERVE_SHARE * delta
+        # the coarser grid (one halving less) would not have qualified: the finest needed
+        assert discrete_gaussian_tv_reserve(eps, 1.0, np.full(50, s / 2)) > RESERVE_SHARE * delta
+        # per coordinate: only the coordinates below the needed scale are refined
+        f = refine_for_reserve(eps, delta, [2.0**20, 2.0**38], counts=[25, 25])
+        assert f[1] == 1.0 and f[0] < 1.0
+    with pytest.raises(ValueError, match="epsilon up to about"):  # beyond the samplers' range
+        calibrate(Query(shape=(50,), l2_sensitivity=1.0), 60.0, delta, mechanism="analytic_gaussian")
+
+
+@pytest.mark.parametrize("eps", [20.0, 30.0])
+def test_estimators_fit_at_large_epsilon(eps):
+    """Every Gaussian route of the estimators fits at epsilon 20 and 30 (delta 1e-5)."""
+    import warnings
+
+    from skdp.decomposition import PrivatePCA
+    from skdp.linear_model import PrivateLogisticRegression, PrivateOLS
+    from skdp.preprocessing import PrivateStandardScaler
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 6))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    yb = (X[:, 0] > 0).astype(int)
+    yr = np.clip(X[:, 0], -1, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for route in ("objective", "output", "gradient"):
+            PrivateLogisticRegression(epsilon=eps, data_norm=1.0, classes=[0, 1],
+                                      perturbation=route, random_state=0).fit(X, yb)
+        for method in ("ssp", "adassp"):
+            PrivateOLS(epsilon=eps, data_norm=1.0, label_bound=1.0, method=method,
+                       random_state=0).fit(X, yr)
+        PrivatePCA(n_components=2, epsilon=eps, data_norm=1.0, random_state=0).fit(X)
+        PrivateStandardScaler(epsilon=eps, delta=1e-5, bounds=(-1, 1), random_state=0).fit(X)

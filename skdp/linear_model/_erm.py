@@ -440,7 +440,7 @@ from .._dask import is_dask_collection
 from .._stats import check_unit_sample_weight, computed_row_bound
 from ..base import PrivateEstimatorMixin, private_fit
 from ..mechanisms import Query, calibrate, get_mechanism
-from ..mechanisms._grid import discrete_gaussian_tv_reserve, grid_step
+from ..mechanisms._grid import discrete_gaussian_tv_reserve, grid_step, refine_for_reserve
 from ..mechanisms.gaussian import analytic_gaussian_mu, composed_gaussian_spec
 from ._rows import RowOperator, as_operator, row_norms_any, safe_matmul
 from ._solver import float_floor, minimize
@@ -964,6 +964,10 @@ def _objective_plan(K, p, R, n, lam, gamma, eps, delta, mechanism, curvature, st
         # from delta_1 and its rounding shift joins the solver tolerance below
         sigma_full = _cached_amp_sigma(float(eps3), float(delta1), float(sens1), int(m), int(K))
         b_grid = _objective_noise_grid(sigma_full, gamma, K * p)
+        # a finer grid where e^eps makes the sampler's reserve large (refine_for_reserve);
+        # it only lowers the rounding shift b_shift below
+        b_grid *= float(refine_for_reserve(eps, delta1, [sigma_full / (2.0 * b_grid)],
+                                           counts=[K * p])[0])
         b_reserve = discrete_gaussian_tv_reserve(eps, delta1, np.full(K * p, sigma_full / (2.0 * b_grid)))
         delta1_eff = delta1 - b_reserve
         if not delta1_eff < delta1:  # below the resolution of delta_1: one ulp is more
@@ -1095,6 +1099,13 @@ def _gradient_spec(K, p, n, eps, delta, mechanism, T, batch_size, clip, sparse=F
             # the accountant's bisection returns the upper end of a bracket of relative
             # width 1e-3, so (1 - 1e-3) times it is below the exact multiplier
             sigma0 = rounded * poisson_gaussian_noise_multiplier(eps, delta, q, T) * (1.0 - 1e-3)
+        # a finer grid where e^eps makes the sampler's reserve large (refine_for_reserve):
+        # the rounded sensitivity and sigma0 only shrink with it
+        f = float(refine_for_reserve(eps, delta, [sigma0 / g], releases=T, counts=[k])[0])
+        if f < 1.0:
+            g *= f
+            sigma0 *= (step_sens + g * np.sqrt(k)) / rounded
+            rounded = step_sens + g * np.sqrt(k)
         # sigma0 is (at most) the exact scale at the full delta: the final scale (at
         # delta - reserve) is larger, so the reserve computed here bounds the final one
         reserve = discrete_gaussian_tv_reserve(eps, delta, np.full(k, sigma0 / g), releases=T)

@@ -30,7 +30,7 @@ from ..base import PrivateEstimatorMixin, private_fit
 from ..exceptions import PrivacyGuaranteeWarning
 from ..leverage import leverage_scores, residual_scores
 from ..mechanisms import NoiseSpec, Query, calibrate
-from ..mechanisms._grid import discrete_gaussian_tv_reserve, grid_step
+from ..mechanisms._grid import discrete_gaussian_tv_reserve, grid_step, refine_for_reserve
 from ..mechanisms.gaussian import analytic_gaussian_mu
 from ..mechanisms.ndis import (
     als_F,
@@ -208,6 +208,12 @@ def _joint_gaussian_specs(queries, shares, epsilon, delta):
     grids = [grid_step(q.l2_bound, np.sqrt(q.n_released)) for q in queries]
     rounded = [q.l2_bound + g * np.sqrt(q.n_released) for q, g in zip(queries, grids)]
     mu_full = analytic_gaussian_mu(epsilon, delta)
+    # finer grids where e^eps makes the sampler's reserve large (refine_for_reserve)
+    factors = refine_for_reserve(
+        epsilon, delta, [dg / (np.sqrt(w) * mu_full) / g for g, dg, w in zip(grids, rounded, shares)],
+        counts=[q.n_released for q in queries])
+    grids = [g * float(f) for g, f in zip(grids, factors)]
+    rounded = [q.l2_bound + g * np.sqrt(q.n_released) for q, g in zip(queries, grids)]
     reserves = [discrete_gaussian_tv_reserve(epsilon, delta, np.full(q.n_released, dg / (np.sqrt(w) * mu_full) / g))
                 for q, g, dg, w in zip(queries, grids, rounded, shares)]
     reserve = math.fsum(reserves)

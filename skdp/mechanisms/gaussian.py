@@ -30,6 +30,7 @@ from ._grid import (
     GridRelease,
     coordinate_grids,
     discrete_gaussian_tv_reserve,
+    refine_for_reserve,
     draws_by_scale,
     grid_step,
     pow2_at_least,
@@ -168,6 +169,9 @@ class _IIDGaussian(GridRelease, Mechanism):
     def _calibrate(self, query, epsilon, delta):
         l2, k = query.l2_bound, query.n_released
         g = grid_step(l2, np.sqrt(k))
+        # a finer grid where e^eps makes the sampler's reserve large (refine_for_reserve)
+        g *= float(refine_for_reserve(
+            epsilon, delta, [self._sigma(epsilon, delta, l2 + g * np.sqrt(k)) / g], counts=[k])[0])
         l2g = l2 + g * np.sqrt(k)
         sigma0 = self._sigma(epsilon, delta, l2g)
         reserve = discrete_gaussian_tv_reserve(epsilon, delta, np.full(k, sigma0 / g))
@@ -311,6 +315,10 @@ class InidGaussian(GridRelease, Mechanism):
         # past it (coordinates whose lambda is negligible next to the grid)
         g = np.where(noisy, np.maximum(g, pow2_at_least(
             np.maximum(scales0, np.finfo(float).tiny) * 2.0**-39)), 0.0)
+        lam_g = lam + g
+        scales0, _, _ = scales_at(lam_g, delta)
+        # finer grids where e^eps makes the sampler's reserve large (refine_for_reserve)
+        g[noisy] *= refine_for_reserve(epsilon, delta, scales0[noisy] / g[noisy])
         lam_g = lam + g
         scales0, _, _ = scales_at(lam_g, delta)
         reserve = discrete_gaussian_tv_reserve(epsilon, delta, scales0[noisy] / g[noisy])
