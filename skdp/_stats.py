@@ -30,7 +30,7 @@ from ._dask import is_dask_collection
 
 __all__ = ["AugmentedRows", "clipped_gram", "max_row_norm", "default_chunk_rows", "check_unit_sample_weight",
            "computed_row_bound", "gram_rounding_bound", "rounding_gamma", "chunked_sum_depth",
-           "has_duplicate_entries", "canonical_sparse"]
+           "has_duplicate_entries", "canonical_sparse", "check_weight_structure"]
 
 #: matrix entries of the float64 chunk buffer held at once (2 MiB: the chunk stays in cache;
 #: measured fastest of 2^17..2^20 for d = 100 with one BLAS thread)
@@ -572,6 +572,27 @@ def max_row_norm(X, chunk_rows=None):
     return best
 
 
+def check_weight_structure(sample_weight, n, estimator=None):
+    """Before the charge: the public structure of ``sample_weight`` (one entry per row).
+
+    Reads its length only (public, like ``n``), never a value: the values
+    are private per-record data, checked against their bound after the
+    charge by :func:`check_unit_sample_weight`.
+    """
+    if sample_weight is None or n is None or np.isscalar(sample_weight):
+        return
+    from sklearn.utils.validation import _num_samples
+
+    try:
+        m = int(_num_samples(sample_weight))
+    except TypeError:
+        return  # not array-like: check_unit_sample_weight reports it (after the charge)
+    if m != int(n):
+        who = f"{type(estimator).__name__}: " if estimator is not None else ""
+        raise ValueError(f"{who}sample_weight must have one entry per row of X "
+                         f"({m} entries for {int(n)} rows).")
+
+
 def check_unit_sample_weight(sample_weight, X, estimator=None):
     """Validate per-record weights against their public bound ``[0, 1]``.
 
@@ -579,9 +600,12 @@ def check_unit_sample_weight(sample_weight, X, estimator=None):
     ``(n_samples,)`` (a copy: the caller's array is never modified).
     Weights are per-record data with the public bound ``[0, 1]``: a weight
     outside it (or not finite) is a format error of the data, reported
-    before any budget is charged and without any value in the message.
-    An all-zero weight vector is accepted (refusing it would reveal a
-    property of the private weights).
+    without any value in the message and, like a NaN in X, only after the
+    budget is charged (the estimators call :func:`check_weight_structure`
+    before the charge and this after it: reading the weights before would
+    answer "is some weight out of range?" for free). An all-zero weight
+    vector is accepted (refusing it would reveal a property of the private
+    weights).
     """
     if sample_weight is None:
         return None

@@ -27,7 +27,7 @@ The fit protocol
 5. Only now is the data read. From here on, whether the fit returns and the
    shape of what it returns depend on public inputs only; the errors left
    are format errors of the data (NaN, inf, wrong dtype, labels outside the
-   declared ``classes``), which are messages to the data holder and carry no
+   declared ``classes``, sample weights outside ``[0, 1]``), which are messages to the data holder and carry no
    value computed from the data (every validation of the data goes through
    :func:`skdp._validation.call_without_values`). The charge is kept
    (conservative).

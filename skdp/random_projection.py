@@ -12,7 +12,7 @@ from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from ._budget import PrivacyBudget
 from ._dask import validate_fit_data
-from ._stats import AugmentedRows, check_unit_sample_weight
+from ._stats import AugmentedRows, check_unit_sample_weight, check_weight_structure
 from ._validation import (call_without_values, check_data_norm, check_epsilon_delta,
                           validate_private_data)
 from .exceptions import PrivacyGuaranteeWarning
@@ -248,8 +248,9 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
         epsilon, delta = check_epsilon_delta(self.epsilon, delta, require_delta=True)
         if sample_weight is not None:
             self._check_public(n, d_public)
-            sample_weight = check_unit_sample_weight(sample_weight, X, self)
+            check_weight_structure(sample_weight, n, self)  # the length only
         budget, rng = self._start_fit(n, d_public, PrivacyBudget(epsilon, delta))
+        sample_weight = check_unit_sample_weight(sample_weight, X, self)  # values: after the charge
         self.delta_ = budget.delta
         X = validate_fit_data(self, X, accept_sparse=["csr", "csc"], dtype=[np.float64, np.float32])
         n, d = X.shape

@@ -487,7 +487,10 @@ def test_weights_and_sparse_float32(method):
     acc = _Recorder()
     with pytest.raises(ValueError, match="sample_weight"):
         PrivateOLS(accountant=acc, **kw).fit(X, y, sample_weight=np.full(len(y), 2.0))
-    assert acc.calls == 0
+    assert acc.calls == 1  # the weights' values are private: checked after the charge
+    with pytest.raises(ValueError, match="sample_weight"):
+        PrivateOLS(accountant=acc, **kw).fit(X, y, sample_weight=np.ones(len(y) - 1))
+    assert acc.calls == 1  # their length is public: before it
 
 
 def test_binary_weights_drop_records_from_the_statistic():

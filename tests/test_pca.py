@@ -480,13 +480,16 @@ class _Recorder:
         self.calls += 1
 
 
-@pytest.mark.parametrize("bad", [np.full(20, 1.5), np.full(20, -0.1), np.r_[np.ones(19), np.nan]])
-def test_bad_weights_raise_before_the_charge(bad):
+@pytest.mark.parametrize("bad", [np.full(20, 1.5), np.full(20, -0.1), np.r_[np.ones(19), np.nan],
+                                 np.ones(19)])
+def test_bad_weights_raise_private_values_after_the_charge(bad):
+    """A weight outside [0, 1] is private data: reported (without the value) after the charge,
+    like a NaN in X; a wrong length is public and raised before it."""
     acc = _Recorder()
     X = _data(n=20)
     with pytest.raises(ValueError, match=r"sample_weight") as exc:
         PrivatePCA(data_norm=1.0, accountant=acc).fit(X, sample_weight=bad)
-    assert acc.calls == 0
+    assert acc.calls == (0 if len(bad) != len(X) else 1)
     assert "1.5" not in str(exc.value) and "-0.1" not in str(exc.value)
 
 

@@ -171,7 +171,10 @@ def test_weights_sparse_float32():
     acc = _Recorder()
     with pytest.raises(ValueError, match="sample_weight"):
         PrivateRandomProjection(accountant=acc, **kw).fit(X, sample_weight=np.full(len(X), 1.01))
-    assert acc.calls == 0
+    assert acc.calls == 1  # the weights' values are private: checked after the charge
+    with pytest.raises(ValueError, match="sample_weight"):
+        PrivateRandomProjection(accountant=acc, **kw).fit(X, sample_weight=np.ones(len(X) + 1))
+    assert acc.calls == 1  # their length is public: before it
 
 
 def test_weighted_rows_in_the_grid_gram():

@@ -129,8 +129,8 @@ from sklearn.utils.validation import check_is_fitted
 from .._filter import release_curve
 from ..base import PrivateEstimatorMixin, private_fit
 from .._dask import validate_fit_data
-from .._stats import (UNIT_ROUNDOFF, check_unit_sample_weight, clipped_gram, computed_row_bound,
-                      gram_rounding_bound)
+from .._stats import (UNIT_ROUNDOFF, check_unit_sample_weight, check_weight_structure,
+                      clipped_gram, computed_row_bound, gram_rounding_bound)
 from .._validation import (call_without_values, check_data_norm, check_epsilon_delta,
                            validate_private_data)
 from ..mechanisms import Query, calibrate, get_mechanism
@@ -395,8 +395,9 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
             for the accumulation); CSR/CSC input is never densified.
         y : ignored
         sample_weight : array-like of shape (n_samples,) or None
-            Per-record weights in ``[0, 1]`` (a public bound: weights outside
-            it raise ``ValueError`` before anything is charged). A weighted
+            Per-record weights in ``[0, 1]`` (a public bound; the weights are
+            private, so one outside it raises ``ValueError`` after the charge,
+            like a NaN in X; a wrong length raises before it). A weighted
             record contributes ``w z z^T`` to the statistic; the sensitivity
             is unchanged (module docstring).
 
@@ -467,8 +468,9 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
 
         if weighted:
             self._check_public(n_pub, d_pub)
-            sample_weight = check_unit_sample_weight(sample_weight, X, self)
+            check_weight_structure(sample_weight, n_pub, self)  # the length only
         budget, rng = self._start_fit(n_pub, d_pub, curve=curve)
+        sample_weight = check_unit_sample_weight(sample_weight, X, self)  # values: after the charge
         X = validate_fit_data(self, X, accept_sparse=["csr", "csc"],
                               dtype=[np.float64, np.float32], ensure_min_samples=1)
         n, d = X.shape

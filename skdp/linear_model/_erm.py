@@ -437,7 +437,7 @@ from .._validation import (
     validate_private_data,
 )
 from .._dask import is_dask_collection
-from .._stats import check_unit_sample_weight, computed_row_bound
+from .._stats import check_unit_sample_weight, check_weight_structure, computed_row_bound
 from ..base import PrivateEstimatorMixin, private_fit
 from ..mechanisms import Query, calibrate, get_mechanism
 from ..mechanisms._grid import discrete_gaussian_tv_reserve, grid_step, refine_for_reserve
@@ -1441,11 +1441,12 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
                 "passes over the rows. Fit a dask array with PrivatePCA, PrivateOLS or "
                 "PrivateRandomProjection, or call X.compute() / np.asarray on a sample you may hold.")
         n_pub, d_pub = self._public_shape(X, y, requires_y=True)  # structure only, no values
-        sample_weight = check_unit_sample_weight(sample_weight, X, self)  # shared, before the charge
+        check_weight_structure(sample_weight, n_pub, self)  # the length only, before the charge
         loss = self._loss()
         classes = check_classes(self.classes, self)
         budget, rng = self._start_fit(n_pub, d_pub, curve=lambda: self._curve(
             n_pub, d_pub, classes, sp.issparse(X)))
+        sample_weight = check_unit_sample_weight(sample_weight, X, self)  # values: after the charge
         eps, delta = budget.epsilon, budget.delta
         X, y = validate_private_data(self, X, y, accept_sparse=["csr", "csc"],
                                      dtype=[np.float64, np.float32], ensure_min_samples=2)

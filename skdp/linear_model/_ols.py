@@ -16,8 +16,9 @@ from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from .._budget import PrivacyBudget
 from .._dask import is_dask_collection, validate_fit_data
-from .._stats import (UNIT_ROUNDOFF, AugmentedRows, check_unit_sample_weight, clipped_gram,
-                      computed_row_bound, gram_rounding_bound, materialize)
+from .._stats import (UNIT_ROUNDOFF, AugmentedRows, check_unit_sample_weight,
+                      check_weight_structure, clipped_gram, computed_row_bound,
+                      gram_rounding_bound, materialize)
 from .._filter import release_curve
 from .._validation import (
     check_data_norm,
@@ -750,8 +751,9 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
 
         if sample_weight is not None:
             self._check_public(n, d_public)
-            sample_weight = check_unit_sample_weight(sample_weight, X, self)
+            check_weight_structure(sample_weight, n, self)  # the length only
         budget, rng = self._start_fit(n, d_public, PrivacyBudget(epsilon, delta), curve=curve)
+        sample_weight = check_unit_sample_weight(sample_weight, X, self)  # values: after the charge
         self.delta_ = budget.delta
 
         X, y = validate_fit_data(self, X, y, requires_y=True, accept_sparse=["csr", "csc"],
