@@ -262,11 +262,13 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
           per-entry sensitivity profile (Muthukrishnan & Kalyani 2023, Theorem 4). Valid but
           worse than ``"analyze_gauss"`` for rows in an l2 ball.
         - ``"mvg"``: matrix-variate Gaussian (Chanyaswad et al. 2018), symmetrised.
+          **Not verified**: its noise is drawn in floating point and the low bits of
+          the release tell neighbours apart; warns :class:`~skdp.PrivacyGuaranteeWarning`.
         - ``"r1smg"``: rank-1 singular Gaussian (Ji & Li 2024). **Not DP** at its
           published calibration; warns :class:`~skdp.PrivacyGuaranteeWarning`.
-        - ``"auto"``: the verified core mechanism of least expected squared
-          error for this query (:func:`skdp.mechanisms.select`); in low
-          dimension this can be a pure-epsilon one such as ``"gamma_norm"``.
+        - ``"auto"``: the verified, floating-point-safe core mechanism of least
+          expected squared error for this query (:func:`skdp.mechanisms.select`);
+          in low dimension this can be a pure-epsilon one (``"laplace"`` on a grid).
     data_norm : float or None, default=None
         Public bound ``R`` on the Euclidean norm of every row; longer rows
         are scaled down to it. If None it is inferred from the data with a
