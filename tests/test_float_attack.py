@@ -355,3 +355,38 @@ def test_private_grid_search_draws_no_floating_point_randomness(strategy, monkey
         warnings.simplefilter("error")
         search.fit(X, y)
     assert made and sum(g.integer_calls for g in made) > 0
+
+
+@pytest.mark.parametrize("name, delta, caught", [
+    ("analytic_gaussian", 1e-5, False), ("laplace", 0.0, False),          # on the grid
+    ("analytic_gaussian_continuous", 1e-5, True), ("laplace_continuous", 0.0, True),
+    ("gamma_norm", 0.0, True),  # floating-point noise of another construction: not on a lattice
+])
+def test_cancellation_event_catches_any_floating_point_noise_and_not_the_grid(name, delta, caught):
+    """The second event of skdp.audit.float_attack (found by an independent held-out attack):
+    near zero, fl(shift + n) is a multiple of ulp(shift) / 2 and fl(n) is not. It needs no
+    sampler table, so it also catches the gamma-norm noise (Gamma radius times a normalised
+    direction), which the ziggurat event misses; a release on a grid is a multiple of the grid
+    on both sides."""
+    import skdp.audit as audit
+
+    q = Query(shape=(1000,), l2_sensitivity=1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        spec = calibrate(q, 1.0, delta, mechanism=name)
+    scale = spec.params.get("sigma", spec.params.get("scale"))
+    shift = 1.0 / np.sqrt(1000)
+    zero, moved = np.zeros(1000), np.full(1000, shift)
+    res = audit.float_attack(lambda rng: spec.privatize(zero, rng),
+                             lambda rng: spec.privatize(moved, rng), scale, epsilon=1.0,
+                             delta=max(delta, 1e-5), n_runs=200, shift=shift)
+    assert res.n_events == 2
+    if caught:
+        assert not res.passed and res.delta_lower_bound > 0.05 and "cancellation" in res.event
+        assert res.p_prime_hat == 0.0
+    else:
+        assert res.passed and res.delta_lower_bound == 0.0
+    # the event itself: a grid multiple or a value far from zero is never in it
+    assert not audit.cancellation_event(np.array([0.0, 2.0**-30, 1.0]), 1.0).any()
+    assert audit.cancellation_event(np.array([np.nextafter(1e-3, 1.0)]), 1.0).all()  # odd ulp
+

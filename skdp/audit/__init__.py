@@ -10,7 +10,8 @@ neighbouring datasets: exceptions, shapes and values) and :func:`float_attack`
 
 from ._audit import AuditResult, audit_samples, audit_spec, clopper_pearson
 from ._estimator import audit_estimator
-from ._float_attack import float_attack, numpy_ziggurat_table, ziggurat_lattice_member
+from ._float_attack import (cancellation_event, float_attack, numpy_ziggurat_table,
+                            ziggurat_lattice_member)
 
 __all__ = ["AuditResult", "audit_spec", "audit_samples", "audit_estimator", "clopper_pearson",
-           "float_attack", "numpy_ziggurat_table", "ziggurat_lattice_member"]
+           "float_attack", "numpy_ziggurat_table", "ziggurat_lattice_member", "cancellation_event"]
