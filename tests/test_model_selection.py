@@ -665,3 +665,18 @@ def test_search_refuses_an_inferred_norm_range():
     with pytest.raises(ValueError, match="norm_range"):
         search.fit(X, y)
     assert led.spent.epsilon == 0
+
+
+def test_search_structural_errors_come_before_the_charge():
+    """A 1-D X or a y of the wrong length is public: refused before the search charges."""
+    import skdp
+    from skdp.linear_model import PrivateLogisticRegression
+
+    X, y = _data(n=200)
+    led = skdp.BudgetLedger(10.0, 1e-3)
+    search = PrivateGridSearchCV(PrivateLogisticRegression(data_norm=1.0, classes=[0, 1]),
+                                 {"C": [1.0]}, epsilon=1.0, accountant=led, random_state=0)
+    for Xb, yb, match in ((X[:, 0], y, "2D"), (X, y[:-1], "inconsistent numbers of samples")):
+        with pytest.raises(ValueError, match=match):
+            search.fit(Xb, yb)
+    assert len(led.spends) == 0 and not hasattr(search, "best_estimator_")

@@ -25,7 +25,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted, indexable
 
 from .._budget import PrivacyBudget
-from .._validation import check_generator, public_shape
+from .._validation import check_generator, check_public_structure
 from ..base import BOUND_PARAMETERS, private_fit
 from ..mechanisms import Query, calibrate
 from ._cost import (selection_run_budget, truncated_negative_binomial_gamma,
@@ -570,7 +570,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         candidates, run, refit_budget = self._plan()
         lo, hi = self._score_range()
         ledger = self._ledger()
-        n, d = public_shape(X)
+        n, d = check_public_structure(X, y, estimator=self)  # structure only, before the charge
         if n is None:
             X, y = indexable(X, y)
             n = len(y) if y is not None else X.shape[0]
