@@ -25,6 +25,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted, indexable
 
 from .._budget import PrivacyBudget
+from .._stats import rounding_gamma
 from .._validation import check_generator, check_public_structure
 from ..base import BOUND_PARAMETERS, private_fit
 from ..mechanisms import Query, calibrate
@@ -620,9 +621,12 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         y_tr = None if y is None else _take(y, train_idx)
         y_val = None if y is None else _take(y, val_idx)
         params_tr = _split_fit_params(fit_params, n, train_idx)
-        # Laplace mechanism on the mean score: sensitivity (hi - lo) / n_val
+        # Laplace mechanism on the mean score: sensitivity (hi - lo) / n_val, plus twice the
+        # rounding error of the computed mean of n_val scores in [lo, hi] (any summation order,
+        # then one division: gamma_{n_val + 1} max(|lo|, |hi|), Higham 2002, eq. (3.5))
+        rounding = rounding_gamma(n_val + 1) * max(abs(lo), abs(hi))
         self.score_noise_ = calibrate(
-            Query(shape=(), l1_sensitivity=(hi - lo) / n_val), run.epsilon, 0.0,
+            Query(shape=(), l1_sensitivity=(hi - lo) / n_val + 2.0 * rounding), run.epsilon, 0.0,
             mechanism="laplace",
         )
         noise_rng = np.random.default_rng(noise_seq)
