@@ -88,22 +88,31 @@ def for_release(estimator):
     import copy
 
     out = copy.deepcopy(estimator)
-    objects = [out]
+
+    def estimators_in(value, depth=0):
+        """Estimators in a parameter or fitted attribute (lists, tuples, dicts: pipeline
+        steps, column transformers' ``transformers_``, a search's ``best_estimator_``)."""
+        if hasattr(value, "get_params") and not isinstance(value, type):
+            yield value
+        elif depth < 4 and isinstance(value, (list, tuple)):
+            for item in value:
+                yield from estimators_in(item, depth + 1)
+        elif depth < 4 and isinstance(value, dict):
+            for item in value.values():
+                yield from estimators_in(item, depth + 1)
+
+    objects, seen = [out], set()
     while objects:
         obj = objects.pop()
-        if not hasattr(obj, "get_params") or isinstance(obj, type):
+        if id(obj) in seen:
             continue
+        seen.add(id(obj))
         params = obj.get_params(deep=False)
         for key in ("random_state", "accountant"):
             if key in params and params[key] is not None:
                 setattr(obj, key, None)  # as set_params would, without revalidation
-        objects.extend(v for v in params.values() if hasattr(v, "get_params"))
-        objects.extend(v for k, v in vars(obj).items() if k.endswith("_") and hasattr(v, "get_params"))
-        for v in params.values():  # pipeline steps, column transformers' lists
-            if isinstance(v, (list, tuple)):
-                for item in v:
-                    objects.extend(x for x in (item if isinstance(item, tuple) else (item,))
-                                   if hasattr(x, "get_params"))
+        for value in list(params.values()) + [v for k, v in vars(obj).items() if k.endswith("_")]:
+            objects.extend(estimators_in(value))
     return out
 
 

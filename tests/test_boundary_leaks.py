@@ -446,6 +446,21 @@ def test_for_release_strips_seeds_and_ledgers_and_keeps_the_release():
         for word in (b"BudgetLedger", b"SeedSequence", b"Generator", b"RandomState"):
             assert word not in blob
     assert pipe.steps[0][1].random_state == 3 and pipe.steps[0][1].accountant is led
+    # a column transformer's fitted clones (transformers_) are stripped too
+    from sklearn.compose import ColumnTransformer
+
+    from skdp.preprocessing import PrivateStandardScaler
+
+    ct = make_pipeline(ColumnTransformer([("s", PrivateStandardScaler(
+        epsilon=1.0, bounds=(-1, 1), random_state=7, accountant=led), [0, 1])],
+        remainder="passthrough"), PrivateLogisticRegression(data_norm=4.0, classes=[0, 1],
+                                                            random_state=8)).fit(X, y)
+    pub = skdp.for_release(ct)
+    fitted = pub.steps[0][1].transformers_[0][1]
+    assert fitted.random_state is None and fitted.accountant is None
+    np.testing.assert_array_equal(pub.predict(X), ct.predict(X))
+    blob = pickle.dumps(pub)
+    assert b"BudgetLedger" not in blob
 
 
 # ---------------------------------------------------------------------------
