@@ -583,6 +583,12 @@ def check_weight_structure(sample_weight, n, estimator=None):
         return
     from sklearn.utils.validation import _num_samples
 
+    from ._validation import _public_ndim
+
+    if (_public_ndim(sample_weight) or 1) > 1:
+        who = f"{type(estimator).__name__}: " if estimator is not None else ""
+        raise ValueError(f"{who}sample_weight must be 1-D (one weight per row of X).")
+
     try:
         m = int(_num_samples(sample_weight))
     except TypeError:

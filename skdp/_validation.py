@@ -428,16 +428,25 @@ def fit_generator(random_state, spend=None):
     """
     serial = getattr(spend, "serial", None)
     if serial is not None and serial >= 0 and random_state is not None:
-        if isinstance(random_state, np.random.Generator):
-            entropy = [int(v) for v in random_state.integers(0, 2**63, size=4)]
-        elif isinstance(random_state, np.random.RandomState):
-            entropy = [int(v) for v in random_state.randint(0, 2**63, size=4, dtype=np.int64)]
-        elif isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
-            entropy = int(random_state)
-        else:
-            return check_generator(random_state)  # raises the error for a bad value
-        return np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(int(serial),)))
+        return np.random.default_rng(np.random.SeedSequence(seed_entropy(random_state),
+                                                            spawn_key=(int(serial),)))
     return check_generator(random_state)
+
+
+def seed_entropy(random_state):
+    """The entropy a seed contributes to a ``SeedSequence``: the int itself, or four 63-bit
+    words drawn from a ``Generator`` / ``RandomState`` (advancing it). Shared by
+    :func:`fit_generator` and the search's root sequence, so that both mix a ledger's serial
+    into every kind of seed."""
+    if isinstance(random_state, np.random.Generator):
+        return [int(v) for v in random_state.integers(0, 2**63, size=4)]
+    if isinstance(random_state, np.random.RandomState):
+        return [int(v) for v in random_state.randint(0, 2**63, size=4, dtype=np.int64)]
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        return int(random_state)
+    check_generator(random_state)  # raises the error for a bad value
+    raise ValueError(f"random_state must be None, an int, a numpy Generator or RandomState; "
+                     f"got {random_state!r}.")
 
 
 def check_classes(classes, estimator=None):

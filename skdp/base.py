@@ -61,10 +61,14 @@ def for_release(estimator):
     regenerate the noise of its fit, and an ``accountant`` ledger carries the
     serial numbers from which seeded fits derived their streams. The copy
     (:func:`copy.deepcopy`) has every ``random_state`` and ``accountant``
-    parameter, nested ones included (pipelines, searches), set to ``None``;
-    its fitted attributes (the release) are unchanged, so it predicts and
-    transforms exactly as the original. Publishing it reveals only the
-    release, whatever seed the experiment used.
+    parameter, nested ones included (pipelines, column transformers,
+    one-vs-rest and other meta-estimators, searches), set to ``None``, and
+    every attribute that holds a generator, a seed sequence, a ledger or the
+    seeds a bagging ensemble gave its members (``_seeds``) cleared; the
+    release itself is unchanged, so the copy predicts and transforms exactly
+    as the original. Publishing it reveals only the release, whatever seed
+    the experiment used. A third-party meta-estimator that keeps derived
+    seeds under another name is not known to it: check such a copy.
 
     Parameters
     ----------
@@ -101,6 +105,8 @@ def for_release(estimator):
             for item in value.values():
                 yield from estimators_in(item, depth + 1)
 
+    seedlike = (np.random.Generator, np.random.RandomState, np.random.SeedSequence,
+                np.random.BitGenerator, _LedgerMixin)
     objects, seen = [out], set()
     while objects:
         obj = objects.pop()
@@ -111,9 +117,18 @@ def for_release(estimator):
         for key in ("random_state", "accountant"):
             if key in params and params[key] is not None:
                 setattr(obj, key, None)  # as set_params would, without revalidation
-        for value in list(params.values()) + [v for k, v in vars(obj).items() if k.endswith("_")]:
+        for key, value in list(vars(obj).items()):
+            # any other attribute holding a generator, a seed sequence or a ledger, and the
+            # seeds scikit-learn's bagging ensembles keep for their members (_seeds)
+            if isinstance(value, seedlike) or key in _SEED_ATTRIBUTES:
+                setattr(obj, key, None)
+        for value in list(params.values()) + list(vars(obj).values()):
             objects.extend(estimators_in(value))
     return out
+
+
+#: fitted attributes of scikit-learn meta-estimators that hold the seeds handed to their members
+_SEED_ATTRIBUTES = frozenset({"_seeds"})
 
 
 def discard_fitted_state(estimator):

@@ -461,6 +461,16 @@ def test_for_release_strips_seeds_and_ledgers_and_keeps_the_release():
     np.testing.assert_array_equal(pub.predict(X), ct.predict(X))
     blob = pickle.dumps(pub)
     assert b"BudgetLedger" not in blob
+    # a bagging ensemble keeps the seeds it gave its members (_seeds): cleared as well
+    from sklearn.ensemble import BaggingClassifier
+
+    bag = BaggingClassifier(PrivateLogisticRegression(data_norm=1.0, classes=[0, 1]),
+                            n_estimators=3, bootstrap=False, random_state=9).fit(X, y)
+    pub = skdp.for_release(bag)
+    assert pub.random_state is None and getattr(pub, "_seeds", None) is None
+    assert all(e.random_state is None for e in pub.estimators_)
+    np.testing.assert_array_equal(pub.predict(X), bag.predict(X))
+    assert bag._seeds is not None
 
 
 # ---------------------------------------------------------------------------

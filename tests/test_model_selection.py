@@ -680,3 +680,24 @@ def test_search_structural_errors_come_before_the_charge():
         with pytest.raises(ValueError, match=match):
             search.fit(Xb, yb)
     assert len(led.spends) == 0 and not hasattr(search, "best_estimator_")
+
+
+@pytest.mark.parametrize("kind", ["int", "generator", "random_state"])
+def test_search_clones_on_one_ledger_never_share_noise(kind):
+    """clone deep-copies a Generator / RandomState seed: the search's root sequence mixes the
+    ledger's serial into every kind of seed, so two clones on one ledger differ (split, runs,
+    score noise and refit)."""
+    from sklearn.base import clone
+
+    import skdp
+    from skdp.linear_model import PrivateLogisticRegression
+
+    X, y = _data(n=400)
+    seed = {"int": 3, "generator": np.random.default_rng(3),
+            "random_state": np.random.RandomState(3)}[kind]
+    led = skdp.BudgetLedger(20.0, 1e-2)
+    base = PrivateGridSearchCV(PrivateLogisticRegression(data_norm=1.0, classes=[0, 1]),
+                               {"C": [0.1, 1.0]}, epsilon=1.0, accountant=led, random_state=seed)
+    a, b = clone(base).fit(X, y), clone(base).fit(X, y)
+    assert not np.array_equal(a.best_estimator_.coef_, b.best_estimator_.coef_)
+    assert a.best_score_ != b.best_score_

@@ -840,6 +840,9 @@ _B_SHIFT_SHARE = 1e-3
 #: largest scale (in grid units) of the exact discrete Gaussian sampler
 _B_MAX_SCALE = 2.0**40
 
+#: mechanisms AMP passes through uncalibrated for its argument (unverified, as in their papers)
+_AMP_PASS_THROUGH = frozenset({"product_noise", "r1smg"})
+
 
 def _objective_noise_grid(sigma, gamma, k):
     """Power-of-two grid of the AMP noise ``b``: the largest ``g`` with ``g sqrt(k) / 2 <=
@@ -979,13 +982,13 @@ def _objective_plan(K, p, R, n, lam, gamma, eps, delta, mechanism, curvature, st
         spec1 = calibrate(Query(shape=(K, p), l2_sensitivity=eff), eps3, delta1,
                           mechanism="analytic_gaussian")
         name2 = "analytic_gaussian"
-    elif get_mechanism(mechanism).verified:
+    elif mechanism not in _AMP_PASS_THROUGH:
         raise ValueError(
             f"objective perturbation with delta > 0 supports mechanism='auto', "
             f"'analytic_gaussian' or a pure mechanism; got {mechanism!r} (its calibration "
             "is not derived for the Jacobian/subspace argument of AMP)."
         )
-    else:  # unverified mechanisms (e.g. product_noise) are passed through, as the paper does
+    else:  # the papers' unverified spherical noises are passed through, as the paper does
         spec1 = calibrate(Query(shape=(K, p), l2_sensitivity=sens1), eps3, delta1, mechanism=mechanism)
         name2 = mechanism
         sigma1 = None

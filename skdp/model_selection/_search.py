@@ -26,7 +26,7 @@ from sklearn.utils.validation import _num_samples, check_is_fitted, indexable
 
 from .._budget import PrivacyBudget
 from .._stats import rounding_gamma
-from .._validation import check_generator, check_public_structure
+from .._validation import check_generator, check_public_structure, seed_entropy
 from ..base import BOUND_PARAMETERS, private_fit
 from ..mechanisms import Query, calibrate
 from ._cost import (selection_run_budget, truncated_negative_binomial_gamma,
@@ -177,9 +177,9 @@ def _search_seed_sequence(random_state, spend):
     if random_state is None:
         return np.random.SeedSequence()
     serial = getattr(spend, "serial", -1)
+    if serial is not None and serial >= 0:  # every kind of seed: clones on one ledger differ
+        return np.random.SeedSequence(seed_entropy(random_state), spawn_key=(int(serial),))
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
-        if serial is not None and serial >= 0:
-            return np.random.SeedSequence(int(random_state), spawn_key=(int(serial),))
         return np.random.SeedSequence(int(random_state))
     rng = check_generator(random_state)
     return np.random.SeedSequence(rng.integers(0, 2**63, size=4).tolist())
@@ -575,9 +575,11 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         if n is None:
             X, y = indexable(X, y)
             n = len(y) if y is not None else X.shape[0]
-        sw = fit_params.get("sample_weight")
-        if sw is not None and _num_samples_or_none(sw) != n:  # public: the shapes
-            raise ValueError("PrivateGridSearchCV: sample_weight must have one entry per row of X.")
+        for key, sw in fit_params.items():  # public: the shapes of row-indexed parameters
+            if (key == "sample_weight" or key.endswith("__sample_weight")) and sw is not None \
+                    and not np.isscalar(sw) and _num_samples_or_none(sw) != n:
+                raise ValueError(
+                    f"PrivateGridSearchCV: {key} must have one entry per row of X.")
         n_val = int(round(self.validation_fraction * n))
         if n_val < 1 or n - n_val < 2:
             raise ValueError(f"{n} rows are too few for validation_fraction={self.validation_fraction}.")
