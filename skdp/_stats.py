@@ -585,16 +585,14 @@ def check_weight_structure(sample_weight, n, estimator=None):
 
     from ._validation import _public_ndim
 
+    who = f"{type(estimator).__name__}: " if estimator is not None else ""
     if (_public_ndim(sample_weight) or 1) > 1:
-        who = f"{type(estimator).__name__}: " if estimator is not None else ""
         raise ValueError(f"{who}sample_weight must be 1-D (one weight per row of X).")
-
     try:
         m = int(_num_samples(sample_weight))
     except TypeError:
         return  # not array-like: check_unit_sample_weight reports it (after the charge)
     if m != int(n):
-        who = f"{type(estimator).__name__}: " if estimator is not None else ""
         raise ValueError(f"{who}sample_weight must have one entry per row of X "
                          f"({m} entries for {int(n)} rows).")
 
@@ -634,8 +632,18 @@ def check_unit_sample_weight(sample_weight, X, estimator=None):
         kwargs["allow_all_zero_weights"] = True
     from ._validation import call_without_values
 
-    # errors without any value of the weights (numpy's conversion errors quote the cell)
-    w = _checked_weights(call_without_values, _check_sample_weight, sample_weight, X, who, kwargs)
+    # errors without any value of the weights (numpy's conversion errors quote the cell); a
+    # non-finite weight is reported against the public bound, raised outside the handler so
+    # that no other error is attached as its context
+    try:
+        w = call_without_values(_check_sample_weight, sample_weight, X, name="sample_weight",
+                                **kwargs)
+    except ValueError as exc:
+        if "nan or infinity" not in str(exc).lower():
+            raise
+        w = None
+    if w is None:
+        raise ValueError(f"{who}sample_weight must be finite and lie in [0, 1].")
     inside = np.isfinite(w) & (w >= 0.0) & (w <= 1.0)
     if not np.all(inside):
         raise ValueError(
@@ -644,15 +652,3 @@ def check_unit_sample_weight(sample_weight, X, estimator=None):
             "weights by a public constant, e.g. divide by a public upper bound.")
     return w
 
-
-def _checked_weights(call, check, sample_weight, X, who, kwargs):
-    """``check(sample_weight, X, **kwargs)`` through ``call`` (no values in its errors); a
-    non-finite weight is reported against the public bound."""
-    err = None
-    try:
-        return call(check, sample_weight, X, name="sample_weight", **kwargs)
-    except ValueError as exc:
-        if "nan or infinity" not in str(exc).lower():
-            raise
-        err = ValueError(f"{who}sample_weight must be finite and lie in [0, 1].")
-    raise err from None

@@ -52,6 +52,10 @@ __all__ = ["PrivateEstimatorMixin", "private_fit", "discard_fitted_state", "for_
 #: parameters whose ``None`` means "infer a public bound from the private data"
 BOUND_PARAMETERS = ("data_norm", "label_bound", "classes", "bounds", "norm_range")
 
+#: fitted attributes of scikit-learn meta-estimators that hold the seeds handed to their members
+#: (:func:`for_release` clears them)
+_SEED_ATTRIBUTES = frozenset({"_seeds"})
+
 
 def for_release(estimator):
     """A copy of a fitted estimator that carries no seed and no ledger, fit to publish.
@@ -126,9 +130,6 @@ def for_release(estimator):
             objects.extend(estimators_in(value))
     return out
 
-
-#: fitted attributes of scikit-learn meta-estimators that hold the seeds handed to their members
-_SEED_ATTRIBUTES = frozenset({"_seeds"})
 
 
 def discard_fitted_state(estimator):

@@ -25,7 +25,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted, indexable
 
 from .._budget import PrivacyBudget
-from .._stats import rounding_gamma
+from .._stats import check_weight_structure, rounding_gamma
 from .._validation import check_generator, check_public_structure, seed_entropy
 from ..base import BOUND_PARAMETERS, private_fit
 from ..mechanisms import Query, calibrate
@@ -575,11 +575,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         if n is None:
             X, y = indexable(X, y)
             n = len(y) if y is not None else X.shape[0]
-        for key, sw in fit_params.items():  # public: the shapes of row-indexed parameters
-            if (key == "sample_weight" or key.endswith("__sample_weight")) and sw is not None \
-                    and not np.isscalar(sw) and _num_samples_or_none(sw) != n:
-                raise ValueError(
-                    f"PrivateGridSearchCV: {key} must have one entry per row of X.")
+        for key, sw in fit_params.items():  # public: the structure of the weights
+            if key == "sample_weight" or key.endswith("__sample_weight"):
+                check_weight_structure(sw, n, self)
         n_val = int(round(self.validation_fraction * n))
         if n_val < 1 or n - n_val < 2:
             raise ValueError(f"{n} rows are too few for validation_fraction={self.validation_fraction}.")
