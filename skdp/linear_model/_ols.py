@@ -209,14 +209,17 @@ def _joint_gaussian_specs(queries, shares, epsilon, delta):
     grids = [grid_step(q.l2_bound, np.sqrt(q.n_released)) for q in queries]
     rounded = [q.l2_bound + g * np.sqrt(q.n_released) for q, g in zip(queries, grids)]
     mu_full = analytic_gaussian_mu(epsilon, delta)
+
+    def grid_scales():  # each release's noise scale in grid steps, at the full delta
+        return [dg / (np.sqrt(w) * mu_full) / g for g, dg, w in zip(grids, rounded, shares)]
+
     # finer grids where e^eps makes the sampler's reserve large (refine_for_reserve)
-    factors = refine_for_reserve(
-        epsilon, delta, [dg / (np.sqrt(w) * mu_full) / g for g, dg, w in zip(grids, rounded, shares)],
-        counts=[q.n_released for q in queries])
+    factors = refine_for_reserve(epsilon, delta, grid_scales(),
+                                 counts=[q.n_released for q in queries])
     grids = [g * float(f) for g, f in zip(grids, factors)]
     rounded = [q.l2_bound + g * np.sqrt(q.n_released) for q, g in zip(queries, grids)]
-    reserves = [discrete_gaussian_tv_reserve(epsilon, delta, np.full(q.n_released, dg / (np.sqrt(w) * mu_full) / g))
-                for q, g, dg, w in zip(queries, grids, rounded, shares)]
+    reserves = [discrete_gaussian_tv_reserve(epsilon, delta, np.full(q.n_released, scale))
+                for q, scale in zip(queries, grid_scales())]
     reserve = math.fsum(reserves)
     mu = analytic_gaussian_mu(epsilon, delta - reserve)
     specs = []
