@@ -481,6 +481,26 @@ def test_product_noise_passes_through_and_warns():
         assert all(s.mechanism == "product_noise" and not s.verified for s in specs)
 
 
+@pytest.mark.parametrize("mechanism", ["product_noise", "gamma_norm"])
+@pytest.mark.parametrize("pert", ["output", "objective", "gradient"])
+def test_unverified_mechanism_warns_once_per_fit(mechanism, pert):
+    """One warning per fit, also where a route calibrates the mechanism for two releases
+    (objective perturbation: its linear term and the solver-error release)."""
+    from skdp.exceptions import PrivacyGuaranteeWarning
+
+    if mechanism not in available_mechanisms():
+        pytest.skip(f"{mechanism} not registered")
+    X, y = _data(n=200)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        PrivateLogisticRegression(perturbation=pert, mechanism=mechanism, data_norm=1.0,
+                                  classes=[0, 1], delta=1e-5, C=0.1, max_iter=10,
+                                  random_state=0).fit(X, y)
+    hits = [w for w in rec if issubclass(w.category, PrivacyGuaranteeWarning)
+            and "NOT verified" in str(w.message)]
+    assert len(hits) == 1
+
+
 def test_infers_data_norm_with_warning_and_clips():
     X, y = _data(n=200)
     X = X * 3

@@ -998,7 +998,11 @@ def _objective_plan(K, p, R, n, lam, gamma, eps, delta, mechanism, curvature, st
     # the released W~ is within (gamma + b_shift) / lambda' of the exact minimiser for the
     # continuous noise coupled to b (b_shift = 0 for the continuous draws)
     sens2 = 2.0 * (gamma + b_shift) / lam_tot
-    spec2 = calibrate(Query(shape=(K, p), l2_sensitivity=sens2), eps2, delta2, mechanism=name2)
+    query2 = Query(shape=(K, p), l2_sensitivity=sens2)
+    if name2 == mechanism:  # spec1's calibration already warned if this mechanism warns
+        spec2 = get_mechanism(name2).calibrate(query2, eps2, delta2, warn=False)
+    else:
+        spec2 = calibrate(query2, eps2, delta2, mechanism=name2)
     return dict(R=R, pure=pure, lam_tot=lam_tot, eps_j=eps_j, eps3=eps3, eps2=eps2,
                 delta1=delta1, delta2=delta2, sens1=sens1, m=m, spec1=spec1, sigma1=sigma1,
                 b_grid=b_grid, b_shift=b_shift, spec2=spec2)
