@@ -208,15 +208,18 @@ def _mu(eps, delta):
 
 @pytest.mark.parametrize("n, p, K, eps, delta", [
     (3000, 11, 1, 1.0, 1e-5), (200_000, 101, 1, 1.0, 1e-5), (10**6, 101, 1, 1.0, 1e-5),
-    (10**6, 101, 3, 0.1, 1e-6), (50_000, 21, 1, 1.0, 0.0), (10**7, 11, 1, 8.0, 1e-5)])
+    (10**6, 101, 3, 0.1, 1e-6), (50_000, 21, 1, 1.0, 0.0), (10**7, 11, 1, 8.0, 1e-5),
+    (10**7, 101, 1, 1.0, 1e-6)])
 def test_default_step_rule_closed_form(n, p, K, eps, delta):
-    """``T = (4a/b)^(2/5)`` (Gaussian) / ``(2a/b)^(1/3)`` (basic composition), in [20, 1000]."""
+    """``T = (4a/b)^(2/5)`` (Gaussian) / ``(2a/b)^(1/3)`` (basic composition), at most
+    ``sqrt(a / 1e-3)`` (the optimisation-error bound's tolerance), in [20, 1000]."""
     c, rR = 0.25, 5.0
     a = 2 * c * rR**2
     if delta > 0:
         T = (4 * a / (2 * rR * K * np.sqrt(p) / (n * _mu(eps, delta)))) ** 0.4
     else:
         T = (2 * a / (2 * rR * K * p / (n * eps))) ** (1 / 3)
+    T = min(T, np.sqrt(a / 1e-3))
     expected = int(min(1000, max(20, np.ceil(T))))
     assert default_gradient_steps(n, K, p, c, eps, delta) == expected
 
