@@ -18,6 +18,7 @@ from ._validation import (call_without_values, check_data_norm, check_epsilon_de
 from .exceptions import PrivacyGuaranteeWarning
 from .base import PrivateEstimatorMixin, private_fit
 from .mechanisms.ndis import private_sketch
+from .decomposition._pca import _svd_flip_rows
 
 __all__ = ["PrivateRandomProjection"]
 
@@ -269,11 +270,11 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
         self.sketch_ = S / np.sqrt(r)
         self.sketch_size_ = r
         s, Vt = _right_singular(self.sketch_)
-        # deterministic sign: largest-magnitude entry of each component positive
-        signs = np.sign(Vt[np.arange(Vt.shape[0]), np.argmax(np.abs(Vt), axis=1)])
-        signs[signs == 0] = 1.0
-        self.components_ = (Vt * signs[:, None])[:k]
-        self.singular_values_ = s[:k]
+        # deterministic sign: largest-magnitude entry of each component positive; only the
+        # k kept rows are copied out (a slice would keep all d of them alive)
+        self.components_ = _svd_flip_rows(Vt[:k])
+        del Vt
+        self.singular_values_ = s[:k].copy()
         self._n_features_out = k
         return self
 

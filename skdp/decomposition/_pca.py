@@ -122,6 +122,7 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
+from scipy import linalg
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
@@ -203,6 +204,31 @@ def _clipped_gram(X, data_norm, mean_weight, chunk_elements=None, sample_weight=
     G = clipped_gram(X, data_norm, intercept=c if c != 0 else None,
                      sample_weight=sample_weight, chunk_rows=rows)
     return G / n
+
+
+def _symmetrize_inplace(A, block=1024):
+    """``A <- (A + A^T) / 2`` in place, one pair of blocks at a time (no ``d x d`` temporary;
+    exactly a no-op for a symmetric ``A``)."""
+    m = A.shape[0]
+    for i in range(0, m, block):
+        for j in range(i, m, block):
+            avg = (A[i:i + block, j:j + block] + A[j:j + block, i:i + block].T) / 2.0
+            A[i:i + block, j:j + block] = avg
+            A[j:j + block, i:i + block] = avg.T
+
+
+def _covariance(noisy, d, mean, row_scale, scale, block=1024):
+    """``(noisy[:d, :d] * row_scale - mean mean^T) * scale`` as a new Fortran-ordered array,
+    formed block of rows by block (the same operations per entry as the whole-matrix
+    expression, without its ``d x d`` temporaries)."""
+    cov = np.empty((d, d), order="F")
+    for i in range(0, d, block):
+        j = min(i + block, d)
+        rows = noisy[i:j, :d]
+        if row_scale != 1.0:
+            rows = rows * row_scale
+        cov[i:j] = (rows - np.outer(mean[i:j], mean)) * scale
+    return cov
 
 
 def _svd_flip_rows(components):
@@ -486,31 +512,32 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
             spec = self._calibrate(n, d, R, budget, weighted, sparse)
         noisy = spec.privatize(_clipped_gram(X, R, c, sample_weight=sample_weight),
                                random_state=rng)
-        noisy = (noisy + noisy.T) / 2.0  # post-processing; no-op for symmetric noise
+        _symmetrize_inplace(noisy)  # post-processing; no-op for symmetric noise
         self.noise_spec_ = spec
 
         # ---- post-processing of the single release ----
+        # (in place or block by block: with d in the thousands each d x d matrix is large)
         if self.centered:
             mean = np.zeros(d)
-            cov = noisy
+            cov = noisy.T  # symmetric: its transpose is itself, in Fortran order (no copy)
             dof = n
         elif weighted:
             # the corner estimates the total weight W / n: normalise by the noisy W
             # (floored at 1 record; post-processing of the release)
             W = max(float(noisy[d, d]) * n / c**2, 1.0)
             mean = noisy[:d, d] * (n / W) / c
-            cov = noisy[:d, :d] * (n / W) - np.outer(mean, mean)
             dof = max(W - 1.0, 1.0)
-            cov = cov * (W / dof)
+            cov = _covariance(noisy, d, mean, n / W, W / dof)
         else:
             mean = noisy[:d, d] / c
-            cov = noisy[:d, :d] - np.outer(mean, mean)
             dof = max(n - 1, 1)
-            cov = cov * (n / dof)
-        evals, evecs = np.linalg.eigh(cov)
+            cov = _covariance(noisy, d, mean, 1.0, n / dof)
+        del noisy
+        # LAPACK's divide and conquer (numpy's eigh) on cov's own storage: no copy of it
+        evals, evecs = linalg.eigh(cov, overwrite_a=True, check_finite=False, driver="evd")
+        del cov
         order = np.argsort(evals)[::-1]
         evals = np.maximum(evals[order], 0.0)  # clamp: post-processing
-        components = _svd_flip_rows(evecs[:, order].T)
 
         total = evals.sum()
         ratio = evals / total if total > 0 else np.zeros_like(evals)
@@ -523,9 +550,11 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
             k = min(k, d)
 
         self.mean_ = mean
-        self.components_ = components[:k]
-        self.explained_variance_ = evals[:k]
-        self.explained_variance_ratio_ = ratio[:k]
+        # only the k kept vectors are copied out (a slice would keep all d alive)
+        self.components_ = _svd_flip_rows(evecs[:, order[:k]].T)
+        del evecs
+        self.explained_variance_ = evals[:k].copy()
+        self.explained_variance_ratio_ = ratio[:k].copy()
         self.singular_values_ = np.sqrt(evals[:k] * dof)
         self.noise_variance_ = float(evals[k:].mean()) if k < d else 0.0
         self.n_components_ = k

@@ -14,7 +14,7 @@ import numpy as np
 
 from .._validation import check_epsilon_delta, check_generator
 from ..exceptions import PrivacyGuaranteeWarning
-from ._query import Query
+from ._query import Query, _upper_triangle
 
 __all__ = ["Mechanism", "NoiseSpec", "register", "get_mechanism", "available_mechanisms"]
 
@@ -212,7 +212,7 @@ class NoiseSpec:
 
     def _released_coordinates(self, value):
         if self.query.symmetric:
-            return value[np.triu_indices(self.query.shape[0])]
+            return _upper_triangle(value)
         return value.reshape(-1)
 
 

@@ -124,22 +124,42 @@ def coordinate_grids(profile, scales):
     """
     lam = np.asarray(profile, dtype=float)
     b = np.asarray(scales, dtype=float)
-    g = np.zeros_like(lam)
     on = lam > 0
+    sel = slice(None) if on.all() else on  # views, not copies, when every coordinate is on
     tiny = np.finfo(float).tiny
-    target = np.maximum(np.minimum(GRID_UTILITY_LOSS / 2.5 * lam[on], b[on] * 2.0**-20), tiny)
-    g_on = np.exp2(np.floor(np.log2(target)))
-    g_on = np.maximum(g_on, pow2_at_least(np.maximum(b[on] * 2.0**-39, tiny)))
+    # in place: the profiles of d x d statistics have d(d+1)/2 coordinates
+    g_on = GRID_UTILITY_LOSS / 2.5 * lam[sel]
+    low = b[sel] * 2.0**-20
+    np.minimum(g_on, low, out=g_on)
+    np.maximum(g_on, tiny, out=g_on)
+    np.log2(g_on, out=g_on)
+    np.floor(g_on, out=g_on)
+    np.exp2(g_on, out=g_on)
+    np.multiply(b[sel], 2.0**-39, out=low)
+    np.maximum(low, tiny, out=low)
+    np.maximum(g_on, pow2_at_least(low, out=low), out=g_on)
+    if isinstance(sel, slice):
+        return g_on
+    g = np.zeros_like(lam)
     g[on] = g_on
     return g
 
 
-def pow2_at_least(x):
-    """Smallest powers of two ``>= x`` (elementwise; 0 where ``x <= 0``)."""
+def pow2_at_least(x, out=None):
+    """Smallest powers of two ``>= x`` (elementwise; 0 where ``x <= 0``).
+
+    ``out`` (may be ``x`` itself): the array to write them to.
+    """
     x = np.asarray(x, dtype=float)
     pos = x > 0
-    out = np.zeros_like(x)
-    out[pos] = np.exp2(np.ceil(np.log2(x[pos])))
+    if pos.all():
+        out = np.log2(x, out=out)
+        np.ceil(out, out=out)
+        return np.exp2(out, out=out)
+    vals = np.exp2(np.ceil(np.log2(x[pos])))
+    out = np.zeros_like(x) if out is None else out
+    out[...] = 0.0
+    out[pos] = vals
     return out
 
 
@@ -253,19 +273,25 @@ def refine_for_reserve(epsilon, delta, s, releases=1, counts=None):
     s = np.atleast_1d(np.asarray(s, dtype=float))
     if s.size == 0 or np.min(s) < 1.0:
         return np.ones_like(s)
-    counts = np.ones(s.size, dtype=np.int64) if counts is None else np.atleast_1d(
-        np.asarray(counts, dtype=np.int64))
-    k = int(np.sum(counts))
+    k = s.size if counts is None else int(np.sum(np.asarray(counts, dtype=np.int64)))
 
     def over(scale):
         return scaled_reserve(epsilon, _tv_sum([scale], [k], releases)) > RESERVE_SHARE * delta
 
     s_min = float(np.min(s))  # the smallest scale that qualifies, found by doubling
+    if not (s_min < _REFINE_MAX_SCALE and over(s_min)):
+        return np.ones_like(s)  # every j below is <= 0: no refinement
     while s_min < _REFINE_MAX_SCALE and over(s_min):
         s_min *= 2.0
-    j = np.ceil(np.log2(s_min / s))  # 0 for the coordinates already at or above s_min
-    cap = np.floor(np.log2(_REFINE_MAX_SCALE / s))  # stay within the samplers' range
-    return np.exp2(-np.clip(np.minimum(j, cap), 0.0, None))
+    # in place (the scales of a d x d statistic's coordinates are many)
+    j = s_min / s
+    np.ceil(np.log2(j, out=j), out=j)  # 0 for the coordinates already at or above s_min
+    cap = _REFINE_MAX_SCALE / s
+    np.floor(np.log2(cap, out=cap), out=cap)  # stay within the samplers' range
+    np.minimum(j, cap, out=j)
+    del cap
+    np.clip(j, 0.0, None, out=j)
+    return np.exp2(np.negative(j, out=j), out=j)
 
 
 def discrete_gaussian_tv_reserve(epsilon, delta, s, releases=1):

@@ -99,7 +99,7 @@ class Query:
                 raise ValueError("sensitivity_profile must be finite and >= 0.")
             if not np.any(prof > 0):
                 raise ValueError("sensitivity_profile must have a positive entry.")
-            if self.symmetric and not np.allclose(prof, prof.T):
+            if self.symmetric and not _allclose_transpose(prof):
                 raise ValueError("sensitivity_profile of a symmetric query must be symmetric.")
             prof.setflags(write=False)
             object.__setattr__(self, "sensitivity_profile", prof)
@@ -128,7 +128,7 @@ class Query:
         if self.sensitivity_profile is None:
             return None
         if self.symmetric:
-            return self.sensitivity_profile[np.triu_indices(self.shape[0])]
+            return _upper_triangle(self.sensitivity_profile)
         return self.sensitivity_profile.ravel()
 
     @property
@@ -162,10 +162,12 @@ class Query:
         released_noise = np.asarray(released_noise, dtype=float)
         if self.symmetric:
             d = self.shape[0]
-            out = np.zeros((d, d))
-            iu = np.triu_indices(d)
-            out[iu] = released_noise
-            out.T[iu] = released_noise
+            out = np.empty((d, d))
+            # row i of the upper triangle (row-major, as np.triu_indices orders it), mirrored
+            for i, start in enumerate(_triangle_row_starts(d)):
+                row = released_noise[start:start + d - i]
+                out[i, i:] = row
+                out[i:, i] = row
             return out
         return released_noise.reshape(self.shape)
 
@@ -177,6 +179,30 @@ class Query:
         """
         if self.symmetric:
             d = self.shape[0]
-            iu = np.triu_indices(d)
-            return np.where(iu[0] == iu[1], 1.0, 2.0)
+            w = np.full(d * (d + 1) // 2, 2.0)
+            w[_triangle_row_starts(d)] = 1.0  # each row of the triangle starts on the diagonal
+            return w
         return np.ones(self.size)
+
+
+# Upper-triangle helpers without np.triu_indices (two int64 index arrays of d(d+1)/2 entries:
+# for the d x d statistics of wide data they were the largest temporaries of a calibration).
+def _triangle_row_starts(d):
+    """Offsets of the rows of the upper triangle (diagonal included) in its row-major flattening."""
+    i = np.arange(d, dtype=np.int64)
+    return i * d - i * (i - 1) // 2
+
+
+def _upper_triangle(A):
+    """``A[np.triu_indices(d)]``, row by row."""
+    d = A.shape[0]
+    out = np.empty(d * (d + 1) // 2, dtype=A.dtype)
+    for i, start in enumerate(_triangle_row_starts(d)):
+        out[start:start + d - i] = A[i, i:]
+    return out
+
+
+def _allclose_transpose(A, block=512):
+    """``np.allclose(A, A.T)``, one block of rows at a time (no ``d x d`` temporaries)."""
+    d = A.shape[0]
+    return all(np.allclose(A[i:i + block], A[:, i:i + block].T) for i in range(0, d, block))

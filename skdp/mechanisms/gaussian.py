@@ -296,39 +296,61 @@ class InidGaussian(GridRelease, Mechanism):
     needs_profile = True
 
     def _calibrate(self, query, epsilon, delta):
+        # in place where it can be: the profiles of d x d statistics have d(d+1)/2 coordinates
+        # (every operation below is the one of the plain expression, on the same operands)
         lam = query.released_profile()
         w = query.squared_error_weights()
         sw = np.sqrt(w)
         noisy = lam > 0
+        on = slice(None) if noisy.all() else noisy  # views, not copies, when all are noisy
 
         def scales_at(profile, d):
             total = float(np.dot(profile, sw))
             mu0 = analytic_gaussian_mu(epsilon, d)
-            return np.sqrt(profile / sw * total) / mu0, mu0, total
+            out = profile / sw
+            out *= total
+            np.sqrt(out, out=out)
+            out /= mu0
+            return out, mu0, total
 
         # per-coordinate grids (skdp.mechanisms._grid.coordinate_grids): rounding adds
         # g_i to lambda_i on the coordinates that depend on the data; the others are
         # data-independent and released as computed
         g = coordinate_grids(lam, scales_at(lam, delta)[0])
-        scales0, _, _ = scales_at(lam + g, delta)
+        lam_g = lam + g
+        scales0, _, _ = scales_at(lam_g, delta)
         # the sampler's range (sigma_i / g_i <= 2^40): coarser grids where the scales grew
         # past it (coordinates whose lambda is negligible next to the grid)
-        g = np.where(noisy, np.maximum(g, pow2_at_least(
-            np.maximum(scales0, np.finfo(float).tiny) * 2.0**-39)), 0.0)
-        lam_g = lam + g
+        np.maximum(scales0, np.finfo(float).tiny, out=scales0)
+        scales0 *= 2.0**-39
+        np.maximum(g, pow2_at_least(scales0, out=scales0), out=g)
+        g[~noisy] = 0.0
+        np.add(lam, g, out=lam_g)
         scales0, _, _ = scales_at(lam_g, delta)
         # finer grids where e^eps makes the sampler's reserve large (refine_for_reserve)
-        g[noisy] *= refine_for_reserve(epsilon, delta, scales0[noisy] / g[noisy])
-        lam_g = lam + g
+        g[on] *= refine_for_reserve(epsilon, delta, scales0[on] / g[on])
+        np.add(lam, g, out=lam_g)
+        del scales0
         scales0, _, _ = scales_at(lam_g, delta)
-        reserve = discrete_gaussian_tv_reserve(epsilon, delta, scales0[noisy] / g[noisy])
+        units = scales0[on] / g[on]
+        del scales0
+        reserve = discrete_gaussian_tv_reserve(epsilon, delta, units)
+        del units
         scales, mu0, total = scales_at(lam_g, delta - reserve)
         # the condition of the module docstring for the rounded profile (holds by
         # construction; a coarsened grid only raises lambda_g and the scales with it)
-        ratio = float(np.sum((lam_g[noisy] / scales[noisy]) ** 2)) / mu0**2
+        t = lam_g[on] / scales[on]
+        ratio = float(np.sum(np.square(t, out=t))) / mu0**2
+        del t
         if ratio > 1.0:
-            scales = scales * np.sqrt(ratio) * (1 + 1e-12)
-        mse = float(np.sum(w * scales**2)) + float(np.sum(w * g**2)) / 4.0
+            scales *= np.sqrt(ratio)
+            scales *= 1 + 1e-12
+        t = np.square(scales)
+        t *= w
+        mse = float(np.sum(t))
+        np.square(g, out=t)
+        t *= w
+        mse += float(np.sum(t)) / 4.0
         return {"scales": scales, "mu0": mu0, "grid": g, "tv_reserve": reserve}, mse
 
     def _gaussian_curve(self, spec):

@@ -322,10 +322,16 @@ def _discrete_laplace_variance(t):
 def _discrete_laplace_variances(t):
     """:func:`_discrete_laplace_variance` of every entry of ``t`` (0 where ``t <= 0``), vectorised."""
     t = np.asarray(t, dtype=np.float64)
-    out = np.zeros_like(t)
     pos = t > 0
     x = -1.0 / t[pos]
-    out[pos] = 2.0 * np.exp(x) / np.expm1(x) ** 2
+    val = np.exp(x)
+    val *= 2.0
+    np.expm1(x, out=x)
+    val /= np.square(x, out=x)
+    if pos.all():
+        return val.reshape(t.shape)
+    out = np.zeros_like(t)
+    out[pos] = val
     return out
 
 
@@ -380,23 +386,40 @@ class InidLaplace(GridRelease, _PureMechanism):
         # floating-point safe (see Laplace): the rounded profile is lambda_i + g on the
         # coordinates that depend on the data; the scales are recalibrated for it and
         # rounded up to integers t_i in grid units (more noise is still epsilon-DP)
+        # in place where it can be: the profiles of d x d statistics have d(d+1)/2
+        # coordinates (every operation is the plain expression's, on the same operands)
         lam = query.released_profile()
         w = query.squared_error_weights()
         noisy = lam > 0
+        on = slice(None) if noisy.all() else noisy  # views, not copies, when all are noisy
         g = coordinate_grids(lam, inid_laplace_scales(lam, epsilon, w))  # per coordinate
-        scales = inid_laplace_scales(lam + g, epsilon, w)
+        lam_g = lam + g
+        scales = inid_laplace_scales(lam_g, epsilon, w)
         # the sampler's range (t <= 2^40): coarser grids where the scales grew past it
         # (coordinates whose lambda is negligible), then integer scales, raised
         # together if needed so that sum (lambda_i + g_i) / (t_i g_i) <= epsilon
-        g = np.where(noisy, np.maximum(g, pow2_at_least(scales * 2.0**-39)), 0.0)
-        safe_g = np.where(noisy, g, 1.0)
-        t = np.where(noisy, np.ceil(scales / safe_g), 0.0)
-        loss = float(np.sum((lam + g)[noisy] / (t * g)[noisy]))
+        tmp = scales * 2.0**-39
+        np.maximum(g, pow2_at_least(tmp, out=tmp), out=g)
+        g[~noisy] = 0.0
+        t = tmp
+        t[...] = 0.0
+        t[on] = np.ceil(scales[on] / g[on])
+        del scales
+        np.add(lam, g, out=lam_g)
+        tg = t * g
+        loss = float(np.sum(lam_g[on] / tg[on]))
+        del lam_g
         if loss > epsilon:
-            t = np.where(noisy, np.ceil(t * (loss / epsilon) * (1 + 1e-12)), 0.0)
-        scales = t * g
-        var = _discrete_laplace_variances(t) * g**2
-        mse = float(np.sum(w * (var + g**2 / 4.0)))
+            t[on] = np.ceil(t[on] * (loss / epsilon) * (1 + 1e-12))
+        scales = np.multiply(t, g, out=tg)
+        var = _discrete_laplace_variances(t)
+        g2 = np.square(g)
+        var *= g2
+        g2 /= 4.0
+        var += g2
+        del g2
+        var *= w
+        mse = float(np.sum(var))
         return {"scales": scales, "grid": g, "t": t.astype(np.int64)}, mse
 
     def _draws(self, spec, rng, lead):

@@ -31,12 +31,19 @@ def select(query, epsilon, delta):
     if not isinstance(query, Query):
         raise TypeError(f"query must be a skdp.mechanisms.Query, got {type(query).__name__}.")
     epsilon, delta = check_epsilon_delta(epsilon, delta)
-    specs = candidates(query, epsilon, delta)
-    if not specs:
+    best = None
+    for name in applicable_names(query, epsilon, delta):
+        # one calibration alive besides the best so far (those of a d x d statistic are large);
+        # strict '<' keeps the first of equals, as min() over candidates() would
+        spec = _REGISTRY[name].calibrate(query, epsilon, delta)
+        if best is None or spec.expected_squared_error < best.expected_squared_error:
+            best = spec
+        del spec
+    if best is None:
         raise ValueError(
             f"no verified mechanism applies to {query!r} at epsilon={epsilon}, delta={delta}."
         )
-    return min(specs, key=lambda s: s.expected_squared_error)
+    return best
 
 
 def calibrate(query, epsilon, delta=0.0, mechanism="auto"):
