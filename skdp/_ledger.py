@@ -248,12 +248,25 @@ def _spent(composition, records, total_eps, total_delta):
 
 def _exceeded_message(ledger, budget, records):
     s = _spent(ledger.composition, records, ledger.epsilon, ledger.delta)
-    return (
+    msg = (
         f"{type(ledger).__name__}: spending (epsilon={budget.epsilon:.6g}, "
         f"delta={budget.delta:.6g}) would exceed the budget (epsilon={ledger.epsilon:.6g}, "
         f"delta={ledger.delta:.6g}) under {ledger.composition} composition; already spent "
         f"(epsilon={s.epsilon:.6g}, delta={s.delta:.6g}). Nothing was spent."
     )
+    if ledger.composition == "filter":
+        b = _spent("basic", records, ledger.epsilon, ledger.delta)
+        if _fits(b.epsilon, b.delta, budget, ledger.epsilon, ledger.delta):
+            msg += (
+                " Basic composition would have accepted this sequence of fits: at the first "
+                "Gaussian fit the filter turned the whole epsilon budget (and most of delta) into "
+                "Gaussian capacity, which pays many Gaussian fits (PCA, OLS, the output and "
+                "gradient routes) far better than basic composition but other fits (objective "
+                "perturbation, Laplace, pure epsilon) at a loss. For sequences that mix them, "
+                "use a new ledger with composition='basic' (the choice must be made before the "
+                "first fit)."
+            )
+    return msg
 
 
 class _LedgerMixin:

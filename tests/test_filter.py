@@ -492,3 +492,21 @@ def test_a_ledger_above_epsilon_709_charges_gaussian_fits():
         est = PrivateOLS(data_norm=1.0, label_bound=1.0, epsilon=1.0, delta=1e-6, accountant=led,
                          random_state=0).fit(X, y)
     assert est.privacy_spent_.epsilon == pytest.approx(1.0) and len(led.spends) == 1
+
+
+def test_refusal_says_when_basic_composition_would_accept():
+    """A Gaussian fit makes the filter convert the epsilon budget; a later non-Gaussian fit that
+    basic composition would accept is refused, and the message says so (public values only)."""
+    from skdp.mechanisms.gaussian import analytic_gaussian_mu
+
+    ledger = BudgetLedger(1.0, 1e-5)
+    ledger.spend(PrivacyBudget(0.5, 1e-6), curve=GaussianCurve(analytic_gaussian_mu(0.5, 1e-6)))
+    with pytest.raises(BudgetExceededError, match="Basic composition would have accepted"):
+        ledger.spend(PrivacyBudget(0.5, 1e-6))
+    basic = BudgetLedger(1.0, 1e-5, composition="basic")
+    basic.spend(PrivacyBudget(0.5, 1e-6))
+    basic.spend(PrivacyBudget(0.5, 1e-6))  # accepted, as the message says
+    # a refusal that basic composition would also refuse does not suggest it
+    with pytest.raises(BudgetExceededError) as exc:
+        BudgetLedger(1.0, 1e-5).spend(PrivacyBudget(2.0, 1e-6))
+    assert "Basic composition" not in str(exc.value)
