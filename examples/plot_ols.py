@@ -70,7 +70,7 @@ OUT.mkdir(parents=True, exist_ok=True)
 QUICK = os.environ.get("SKDP_EXAMPLES_QUICK", "") not in ("", "0")
 SEEDS = range(3 if QUICK else 7)
 EPSILONS = (0.1, 0.3, 1.0, 3.0, 10.0)
-VERIFIED = ("adassp", "ssp", "sketch")
+VERIFIED = ("auto", "adassp", "ssp", "sketch")  # "auto": the default, its public rule's pick
 UNVERIFIED = ("ls", "als")
 
 
@@ -127,7 +127,7 @@ for ds, method, eps, med, lo, hi, mean, secs in rows:
     lr, dummy = baselines[ds]
     print(f"{ds:<19} {label:<22} {eps:>7g} {med:>11.4g} {lo:>10.4g} {hi:>10.4g} {mean:>10.4g} "
           f"{lr:>11.4g} {dummy:>10.4g} {secs:>8.3f}")
-print(f"\n{len(SEEDS)} noise seeds per cell, delta = 1/n^2; adassp, ssp and sketch are "
+print(f"\n{len(SEEDS)} noise seeds per cell, delta = 1/n^2; auto, adassp, ssp and sketch are "
       "(epsilon, delta)-DP (replace-one neighbours, public bounds as in the docstring).")
 print(f"total time {time.perf_counter() - t_start:.1f} s")
 
@@ -141,7 +141,7 @@ print(f"total time {time.perf_counter() - t_start:.1f} s")
 # noise-to-signal ratio, so at small epsilon it stays near the constant
 # predictor instead of inverting noise.
 fig, axes = plt.subplots(1, len(baselines), figsize=(11, 4.6))
-styles = {"adassp": ("tab:blue", "o-"), "ssp": ("tab:orange", "s-"),
+styles = {"auto": ("k", "x:"), "adassp": ("tab:blue", "o-"), "ssp": ("tab:orange", "s-"),
           "sketch": ("tab:green", "^-"), "ls": ("0.55", "v--"), "als": ("0.35", "d--")}
 for ax, ds in zip(axes, baselines):
     for method in VERIFIED + UNVERIFIED:
