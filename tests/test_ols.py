@@ -469,15 +469,22 @@ class _Recorder:
 
 
 @pytest.mark.parametrize("method", ["ssp", "adassp", "sketch"])
-def test_weights_and_sparse_float32(method):
+def test_weights_and_sparse_float32(method, monkeypatch):
     import scipy.sparse as sp
+
+    from skdp.linear_model import _ols
 
     X, y, _ = _data(n=4000, d=3)
     X[np.abs(X) < 0.2] = 0.0
     kw = dict(method=method, epsilon=1.0, data_norm=1.0, label_bound=2.0, sketch_size=40)
     ref = PrivateOLS(random_state=1, **kw).fit(X, y)
-    ones = PrivateOLS(random_state=1, **kw).fit(X, y, sample_weight=np.ones(len(y)))
-    np.testing.assert_allclose(ones.coef_, ref.coef_, rtol=1e-9, atol=1e-12)
+    with monkeypatch.context() as m:
+        # weights of one give the same release; the fits differ only in the post-processing of
+        # the intercept's count entry (public without weights: _intercept_count)
+        m.setattr(_ols, "_intercept_count", lambda *a, **k: None)
+        ref_released = PrivateOLS(random_state=1, **kw).fit(X, y)
+        ones = PrivateOLS(random_state=1, **kw).fit(X, y, sample_weight=np.ones(len(y)))
+    np.testing.assert_allclose(ones.coef_, ref_released.coef_, rtol=1e-9, atol=1e-12)
     for Xs in (sp.csr_matrix(X), sp.csc_matrix(X)):
         est = PrivateOLS(random_state=1, **kw).fit(Xs, y)
         np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-6, atol=1e-9)
@@ -617,3 +624,32 @@ def test_sketch_row_bound_is_attained_with_the_constant_column():
     assert attained <= delta
     assert attained >= 0.98 * delta  # the calibration is tight on this pair: no discount is valid
     assert rp_replace_delta(eps, 0.97 * (2 * R**2 + B**2) / reg.sigma_**2, r) < attained
+
+
+@pytest.mark.parametrize("method", ["ssp", "adassp"])
+def test_intercept_count_is_public_without_weights(method, monkeypatch):
+    """Without weights the intercept column's own Gram entry is n c^2, public: the noisy release
+    of it is replaced (post-processing); with weights it is clipped to [c^2, n c^2]."""
+    from skdp.linear_model import _ols
+
+    seen = []
+    real = _ols._intercept_count
+
+    def spy(A, p, n, c, weighted):
+        real(A, p, n, c, weighted)
+        seen.append((float(A[p - 1, p - 1]), n * c * c, c * c, weighted))
+
+    monkeypatch.setattr(_ols, "_intercept_count", spy)
+    X, y, _ = _data(n=300, d=4)
+    kw = dict(method=method, epsilon=0.1, data_norm=0.5, label_bound=1.0, random_state=0)
+    PrivateOLS(**kw).fit(X, y)
+    PrivateOLS(**kw).fit(X, y, sample_weight=np.full(len(y), 0.5))
+    (a0, top0, _, w0), (a1, top1, low1, w1) = seen
+    assert not w0 and a0 == top0 == 300 * 0.25
+    assert w1 and low1 <= a1 <= top1
+    A = np.full((3, 3), -5.0)
+    real(A, 3, 10, 2.0, weighted=True)
+    assert A[2, 2] == 4.0  # a noisy negative count: at least one record's weight
+    A[2, 2] = 1e9
+    real(A, 3, 10, 2.0, weighted=True)
+    assert A[2, 2] == 40.0

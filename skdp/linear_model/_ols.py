@@ -270,6 +270,24 @@ def _auto_method(n, d, epsilon, delta, fit_intercept):
     return "adassp" if d >= AUTO_ADASSP_MIN_D and lo <= rho <= hi else "ssp"
 
 
+def _intercept_count(A, p, n, c, weighted):
+    """Post-processing of the intercept column's own Gram entry ``c^2 sum_i w_i`` (in place).
+
+    It is the denominator of the intercept (:func:`_psd_solve`, ``free_last``),
+    released with noise like the rest of the statistic; at small ``n`` and
+    epsilon a noisy value near 0 made the intercept explode. Without weights
+    it is ``n c^2``, a public number, which replaces the release; with
+    weights in ``[0, 1]`` it is private, and the release is clipped to its
+    public range ``[c^2, n c^2]`` (at least one record's weight, as
+    PrivatePCA floors its noisy total weight).
+    """
+    top = float(n) * float(c) * float(c)
+    if not weighted:
+        A[p - 1, p - 1] = top
+    else:
+        A[p - 1, p - 1] = min(max(float(A[p - 1, p - 1]), float(c) * float(c)), top)
+
+
 def _psd_solve(A, b, ridge=0.0, floor=0.0, free_last=False):
     """Solve ``(A + ridge I) x = b`` for a noisy symmetric ``A``.
 
@@ -317,7 +335,10 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     row ``z = [x, c, y]`` has ``||z||^2 <= R^2 = 2 data_norm^2 + label_bound^2``
     (``data_norm^2 + label_bound^2`` without intercept). Every sensitivity
     below is stated with these augmented bounds; the intercept is the
-    coefficient of the constant column times ``c``.
+    coefficient of the constant column times ``c``. Without weights that
+    column's own Gram entry is ``n c^2``, public, and "ssp"/"adassp" use it
+    in place of its noisy release (post-processing; with weights it is
+    clipped to its public range ``[c^2, n c^2]``, ``_intercept_count``).
 
     Methods
     -------
@@ -832,6 +853,8 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                 pre["specs"] = self._ssp_specs(method, n, p, data_norm, lb, epsilon, delta, sparse)
             (spec,) = pre["specs"]
             A = spec.privatize(A, rng)
+            if self.fit_intercept:
+                _intercept_count(A, p, n, c, weighted=sample_weight is not None)
             # public eigenvalue floor: the bound on the noise's spectral norm that AdaSSP uses,
             # raised with the noise-to-signal ratio rho when the noise dominates
             bound = _spectral_bound(np.sqrt(spec.expected_squared_error) / (p + 1), p)
@@ -851,6 +874,8 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             lam_tilde = max(spec_l.privatize(lam_min, rng) - s1 * norm.isf(0.05), 0.0)
             ridge = max(0.0, s2 * np.sqrt(p * np.log(2.0 * p * p / 0.05)) - lam_tilde)
             G_hat = spec_g.privatize(G, rng)
+            if self.fit_intercept:
+                _intercept_count(G_hat, p, n, c, weighted=sample_weight is not None)
             b_hat = spec_b.privatize(Xty, rng)
             theta = _psd_solve(G_hat, b_hat, ridge, free_last=self.fit_intercept)
             self.noise_spec_ = [spec_l, spec_g, spec_b]
