@@ -119,10 +119,11 @@ def test_plot_ols(tmp_path):
     _assert_png(tmp_path / "ols_mse.png")
     datasets = ("diabetes 442x10", "synthetic 30000x10")
     rows = _table(out, datasets, 8)  # eps, median, min, max, mean, LR, constant, time
-    assert len(rows) == 2 * 5 * len(EPSILONS)
+    assert len(rows) == 2 * 6 * len(EPSILONS)
     cells = {(ds, label, nums[0]): nums[1:] for ds, label, nums in rows}
     labels = {label for _, label, _ in rows}
-    assert labels == {"adassp", "ssp", "sketch", "ls (NOT verified DP)", "als (NOT verified DP)"}
+    assert labels == {"auto", "adassp", "ssp", "sketch", "ls (NOT verified DP)",
+                      "als (NOT verified DP)"}
     for ds in datasets:
         lr, const = cells[ds, "adassp", 10.0][4:6]
         assert lr < const
@@ -130,8 +131,9 @@ def test_plot_ols(tmp_path):
             med = [cells[ds, method, e][0] for e in EPSILONS]
             assert med[-1] < med[0], (ds, method, med)
             assert med[-1] > lr * 0.98, (ds, method, med[-1], lr)  # no better than OLS
-        # AdaSSP (the "auto" choice) beats the constant predictor at epsilon = 10
+        # AdaSSP and the default (auto) beat the constant predictor at epsilon = 10
         assert cells[ds, "adassp", 10.0][0] < const
+        assert cells[ds, "auto", 10.0][0] < const
     syn = "synthetic 30000x10"
     lr, const = cells[syn, "adassp", 10.0][4:6]
     for method, factor in (("adassp", 1.1), ("ssp", 1.1), ("sketch", 1.5)):
