@@ -525,6 +525,17 @@ def test_explicit_C_is_used_as_given():
         assert clf.C == 0.037 and clf.C_ == pytest.approx(0.037, rel=1e-12)
         if pert != "objective":
             assert clf.privacy_info_["regularization"] == pytest.approx(1 / (300 * 0.037), rel=1e-12)
+    # objective perturbation raises the regularisation of a large C to what its Jacobian term
+    # needs: C_ reports the value used, and larger C give the same model
+    fits = [PrivateLogisticRegression(C=C, data_norm=1.0, classes=[0, 1], max_iter=20,
+                                      random_state=0).fit(X, y) for C in (100.0, 1e4)]
+    for clf in fits:
+        info = clf.privacy_info_
+        assert info["extra_regularization"] > 0
+        assert clf.C_ == pytest.approx(1 / (300 * info["regularization"]), rel=1e-12)
+        assert clf.C_ < clf.C
+    assert fits[0].C_ == fits[1].C_
+    np.testing.assert_array_equal(fits[0].coef_, fits[1].coef_)
 
 
 def test_auto_C_depends_on_public_inputs_only():

@@ -231,7 +231,9 @@ not shrink with ``n`` and the noise swamps the model. ``C="auto"`` picks
 ``lambda`` by a rule that reads only public inputs -- ``n``, the shape
 ``(K, p)``, ``R``, the loss curvature ``c``, ``(epsilon, delta)``, the
 mechanism -- never the data; the value used is stored in ``C_ = 1 / (n
-lambda)`` and an explicit ``C`` is used as given. The rule minimises an upper
+lambda)`` and an explicit ``C`` is used as given (objective perturbation
+raises its ``lambda`` to what the Jacobian term needs, "Budget split" above;
+``C_`` reports the value used). The rule minimises an upper
 bound on the expected excess (unregularised) empirical risk
 ``L(W) = (1/n) sum_i sum_k loss(y_ik <w_k, u_i>)`` of the release against a
 comparator ``W°`` of norm ``r``; ``r`` is not known, so the rule fixes
@@ -1507,7 +1509,9 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
         info["smoothness"] = loss.curvature * R**2
         info["n_samples"] = n
         self.classes_ = classes_
-        self.C_ = 1.0 / (n * lam)
+        # the regularisation used: objective perturbation may raise an explicit C's (its
+        # Jacobian term's need at this n and epsilon, "Budget split" above)
+        self.C_ = 1.0 / (n * info.get("regularization", lam))
         self.data_norm_ = data_norm
         self.noise_spec_ = specs if len(specs) > 1 else specs[0]
         self.privacy_info_ = info

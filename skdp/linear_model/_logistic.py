@@ -123,8 +123,11 @@ class PrivateLogisticRegression(_BasePrivateLinearClassifier):
     coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
     intercept_ : ndarray of shape (1,) or (n_classes,)
     C_ : float
-        The inverse regularisation strength used (``C``, or the rule's
-        choice for ``C="auto"``).
+        The inverse regularisation strength used: ``C``, or the rule's
+        choice for ``C="auto"``; on the objective route an explicit ``C``
+        above what its Jacobian term allows at this ``n`` and epsilon is
+        lowered to it (Iyengar et al. 2019's extra regularisation), so
+        larger values of ``C`` give the same model.
     data_norm_ : float
         The row-norm bound used.
     noise_spec_ : NoiseSpec or tuple of NoiseSpec
