@@ -18,6 +18,7 @@ from .linear_model import PrivateHuberSVM, PrivateLogisticRegression
 from .linear_model import PrivateOLS
 from .decomposition import PrivatePCA
 from .base import for_release
+from . import audit, model_selection, preprocessing  # noqa: F401  (skdp.preprocessing.* etc.)
 
 __version__ = "0.1.0.dev0"
 
@@ -32,6 +33,9 @@ __all__ = [
     "BudgetExceededError",
     "LedgerFileError",
     "mechanisms",
+    "audit",
+    "model_selection",
+    "preprocessing",
     "PrivateOLS",
     "PrivatePCA",
     "PrivateRandomProjection",

@@ -95,3 +95,14 @@ def test_getting_started_snippets_run():
     assert ns["ledger"].spent.epsilon == pytest.approx(5.0)
     assert ns["ledger"].spent.delta == pytest.approx(1e-5)
     assert ns["spec"].verified  # "auto" picks a verified, floating-point-safe mechanism
+
+
+def test_submodules_reachable_from_the_package():
+    """``import skdp`` is enough for ``skdp.preprocessing.*``, ``skdp.model_selection.*`` and
+    ``skdp.audit.*`` (the API page documents them under ``skdp``)."""
+    import subprocess
+    import sys
+
+    code = ("import skdp; skdp.preprocessing.PrivateStandardScaler; "
+            "skdp.model_selection.PrivateGridSearchCV; skdp.audit.float_attack")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=str(DOC.parent))
