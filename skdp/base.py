@@ -57,6 +57,19 @@ BOUND_PARAMETERS = ("data_norm", "label_bound", "classes", "bounds", "norm_range
 _SEED_ATTRIBUTES = frozenset({"_seeds"})
 
 
+def _estimators_in(value, depth=0):
+    """Estimators in a parameter or fitted attribute (lists, tuples, dicts: pipeline steps,
+    column transformers' ``transformers_``, a search's ``best_estimator_``)."""
+    if hasattr(value, "get_params") and not isinstance(value, type):
+        yield value
+    elif depth < 4 and isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _estimators_in(item, depth + 1)
+    elif depth < 4 and isinstance(value, dict):
+        for item in value.values():
+            yield from _estimators_in(item, depth + 1)
+
+
 def for_release(estimator):
     """A copy of a fitted estimator that carries no seed and no ledger, fit to publish.
 
@@ -96,19 +109,6 @@ def for_release(estimator):
     import copy
 
     out = copy.deepcopy(estimator)
-
-    def estimators_in(value, depth=0):
-        """Estimators in a parameter or fitted attribute (lists, tuples, dicts: pipeline
-        steps, column transformers' ``transformers_``, a search's ``best_estimator_``)."""
-        if hasattr(value, "get_params") and not isinstance(value, type):
-            yield value
-        elif depth < 4 and isinstance(value, (list, tuple)):
-            for item in value:
-                yield from estimators_in(item, depth + 1)
-        elif depth < 4 and isinstance(value, dict):
-            for item in value.values():
-                yield from estimators_in(item, depth + 1)
-
     seedlike = (np.random.Generator, np.random.RandomState, np.random.SeedSequence,
                 np.random.BitGenerator, _LedgerMixin)
     objects, seen = [out], set()
@@ -127,7 +127,7 @@ def for_release(estimator):
             if isinstance(value, seedlike) or key in _SEED_ATTRIBUTES:
                 setattr(obj, key, None)
         for value in list(params.values()) + list(vars(obj).values()):
-            objects.extend(estimators_in(value))
+            objects.extend(_estimators_in(value))
     return out
 
 

@@ -701,3 +701,62 @@ def test_search_clones_on_one_ledger_never_share_noise(kind):
     a, b = clone(base).fit(X, y), clone(base).fit(X, y)
     assert not np.array_equal(a.best_estimator_.coef_, b.best_estimator_.coef_)
     assert a.best_score_ != b.best_score_
+
+
+# ----------------------------------------------------------------------
+# which steps are private: skdp estimators, reached through compositions that fit each once
+# ----------------------------------------------------------------------
+def _wrappers():
+    from sklearn.ensemble import BaggingClassifier
+    from sklearn.multiclass import OneVsRestClassifier
+
+    return [
+        ("ovr", lambda: OneVsRestClassifier(DPMeanClassifier())),
+        ("bagging", lambda: BaggingClassifier(DPMeanClassifier(), n_estimators=3)),
+        ("ovr in a pipeline", lambda: make_pipeline(
+            FunctionTransformer(), OneVsRestClassifier(DPMeanClassifier()))),
+    ]
+
+
+@pytest.mark.parametrize("name, make", _wrappers(), ids=[w[0] for w in _wrappers()])
+def test_search_refuses_a_private_estimator_inside_another_wrapper_before_the_charge(name, make):
+    """OneVsRestClassifier fits its estimator once per class on the same rows: a search that
+    gave it one share of the budget spent n_classes shares. Refused before anything is charged
+    or read; search_cost and fit_cost refuse it too."""
+    from skdp.model_selection import fit_cost
+
+    ledger = BudgetLedger(10.0)
+    search = PrivateGridSearchCV(make(), {}, epsilon=1.0, accountant=ledger)
+    with pytest.raises(TypeError, match="several times"):
+        search.fit(_Poison(), _Poison((40,)))
+    assert ledger.spends == [] and not hasattr(search, "privacy_spent_")
+    X, y = _data(n=60)
+    with pytest.raises(TypeError, match="several times"):
+        search_cost(GridSearchCV(make(), {}, cv=2), X, y)
+    with pytest.raises(TypeError, match="several times"):
+        fit_cost(make(), 60)
+
+
+def test_non_private_parameters_named_epsilon_are_not_budgets():
+    """SVR's epsilon (the width of its insensitive tube) is neither priced nor overwritten."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import make_union
+    from sklearn.svm import SVR
+
+    from skdp.model_selection import fit_cost
+    from skdp.model_selection._search import _with_budget
+
+    pipe = make_pipeline(DPMeanCentering(epsilon=0.3, delta=1e-6), SVR(epsilon=0.1))
+    assert fit_cost(pipe, 100) == PrivacyBudget(0.3, 1e-6)
+    run = _with_budget(pipe, 1.0, 1e-5)
+    assert run.named_steps["svr"].epsilon == 0.1
+    assert run.named_steps["dpmeancentering"].epsilon == 1.0
+    assert run.named_steps["dpmeancentering"].delta == 1e-5
+    # private steps inside a column transformer (and its remainder) and a feature union count
+    ct = ColumnTransformer([("a", DPMeanCentering(epsilon=0.2), [0])],
+                           remainder=DPMeanCentering(epsilon=0.3))
+    both = make_pipeline(make_union(ct, DPMeanCentering(epsilon=0.5)), DPMeanClassifier())
+    assert fit_cost(both, 100).epsilon == pytest.approx(0.2 + 0.3 + 0.5 + 1.0)
+    shared = _with_budget(both, 2.0, 0.0)
+    eps = [v for k, v in shared.get_params(deep=True).items() if k.endswith("__epsilon")]
+    assert eps == [0.5] * 4

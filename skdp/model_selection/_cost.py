@@ -4,10 +4,13 @@ import math
 
 from scipy.optimize import brentq
 from sklearn.base import clone, is_classifier
+from sklearn.compose import ColumnTransformer
 from sklearn.model_selection import ParameterGrid, ParameterSampler, check_cv
+from sklearn.pipeline import FeatureUnion, Pipeline
 from sklearn.utils.validation import _num_samples
 
 from .._budget import PrivacyBudget, compose_basic
+from ..base import PrivateEstimatorMixin, _estimators_in
 
 __all__ = ["search_cost", "fit_cost", "selection_run_budget", "truncated_negative_binomial_mean",
            "truncated_negative_binomial_gamma"]
@@ -82,25 +85,101 @@ def selection_run_budget(strategy, epsilon, delta, n_candidates, eta=None):
     return PrivacyBudget(epsilon / factor, 0.0)
 
 
-def _step_budgets(estimator, n_samples):
-    """(epsilon, delta) of every private step (a parameter named ``epsilon`` at any depth)."""
-    params = estimator.get_params(deep=True)
-    out = []
-    for name in sorted(params):
-        if name != "epsilon" and not name.endswith("__epsilon"):
+def _parts(estimator):
+    """``(name, part)`` of a composition whose ``fit`` fits each part exactly once (the steps
+    of a Pipeline, a FeatureUnion's transformers, a ColumnTransformer's transformers and its
+    remainder), or ``None`` for any other estimator."""
+    if isinstance(estimator, Pipeline):
+        return list(estimator.steps)
+    if isinstance(estimator, FeatureUnion):
+        return list(estimator.transformer_list)
+    if isinstance(estimator, ColumnTransformer):
+        return [(name, part) for name, part, _ in estimator.transformers] + \
+            [("remainder", estimator.remainder)]
+    return None
+
+
+def _leaf_steps(estimator, prefix=""):
+    """``(parameter prefix, step)`` of every step below the compositions of :func:`_parts`
+    (``"passthrough"``, ``"drop"`` and ``None`` fit nothing and are skipped)."""
+    parts = _parts(estimator)
+    if parts is None:
+        yield prefix, estimator
+        return
+    for name, part in parts:
+        if part is not None and not isinstance(part, str):
+            yield from _leaf_steps(part, f"{prefix}{name}__")
+
+
+def _holds_private_estimator(estimator):
+    """Whether a private estimator sits anywhere in ``estimator``'s parameters."""
+    todo, seen = [estimator], set()
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen:
             continue
-        prefix = name[: -len("epsilon")]
-        delta = params.get(prefix + "delta", 0.0)
+        seen.add(id(obj))
+        if isinstance(obj, PrivateEstimatorMixin):
+            return True
+        for value in obj.get_params(deep=False).values():
+            todo.extend(_estimators_in(value))
+    return False
+
+
+def _private_steps(estimator):
+    """``(parameter prefix, step)`` of every private step of ``estimator``.
+
+    A private step is an instance of :class:`skdp.base.PrivateEstimatorMixin`
+    (whatever its parameters are called: a non-private estimator's parameter
+    named ``epsilon``, such as SVR's, is not a budget), reached through
+    Pipeline, ColumnTransformer and FeatureUnion only: their ``fit`` fits each
+    step exactly once, so one fit of ``estimator`` spends the basic
+    composition of its private steps' budgets. Any other estimator holding a
+    private one (OneVsRestClassifier, BaggingClassifier, MultiOutputRegressor,
+    TransformedTargetRegressor, ...) may fit it several times on the same rows,
+    each fit a release at the full budget, and how many times can depend on
+    the data (the number of classes): it raises ``TypeError``.
+    """
+    steps = []
+    for prefix, step in _leaf_steps(estimator):
+        if isinstance(step, PrivateEstimatorMixin):
+            steps.append((prefix, step))
+        elif _holds_private_estimator(step):
+            where = f"the step {prefix[:-2]!r}" if prefix else "the estimator"
+            raise TypeError(
+                f"{where} is a {type(step).__name__} holding a private estimator. Only private "
+                "steps reached through Pipeline, ColumnTransformer and FeatureUnion (whose fit "
+                "fits each step once) can be priced and given a share of a budget: a "
+                f"{type(step).__name__} may fit its inner estimator several times on the same "
+                "rows (once per class, output or resample), each fit a release with the full "
+                "budget, so the true cost is a multiple of the stated one. Use a private "
+                "estimator that handles the task itself (skdp's classifiers take several "
+                "classes), or fit the wrapper on its own with a ledger as the inner "
+                "estimator's accountant, which records every fit."
+            )
+    return steps
+
+
+def _step_budgets(estimator, n_samples):
+    """(epsilon, delta) of every private step (see :func:`_private_steps`)."""
+    out = []
+    for _, step in _private_steps(estimator):
+        params = step.get_params(deep=False)
+        delta = params.get("delta", 0.0)
         if delta is None:  # PrivateOLS / PrivateRandomProjection: delta = 1 / n^2
             delta = 1.0 / float(n_samples) ** 2
-        out.append(PrivacyBudget(float(params[name]), float(delta)))
+        out.append(PrivacyBudget(float(params["epsilon"]), float(delta)))
     return out
 
 
 def fit_cost(estimator, n_samples):
     """Budget one ``fit`` of ``estimator`` (or a pipeline) on ``n_samples`` rows spends.
 
-    The basic composition of its private steps' ``(epsilon, delta)``.
+    The basic composition of its private steps' ``(epsilon, delta)``: the
+    instances of :class:`skdp.base.PrivateEstimatorMixin` reached through
+    Pipeline, ColumnTransformer and FeatureUnion, each fitted once. Any other
+    wrapper of a private estimator (OneVsRestClassifier, BaggingClassifier,
+    ...) may fit it several times and raises ``TypeError``.
     """
     steps = _step_budgets(estimator, n_samples)
     return compose_basic(steps) if steps else PrivacyBudget.zero()
@@ -115,7 +194,9 @@ def search_cost(search, X, y=None, groups=None):
     most expensive candidate is counted, since which one wins is not known in
     advance). Check the price against the ledger before starting, and run the
     search with ``error_score="raise"``: otherwise a refused fit becomes a NaN
-    score and the search goes on spending.
+    score and the search goes on spending. One fit costs :func:`fit_cost`:
+    a private estimator inside a wrapper that may fit it several times
+    (OneVsRestClassifier, BaggingClassifier, ...) raises ``TypeError``.
 
     A :class:`PrivateGridSearchCV` costs its ``(epsilon, delta)`` whatever
     its strategy: the strategy only decides how that total is shared among

@@ -29,7 +29,7 @@ from .._stats import check_weight_structure, rounding_gamma
 from .._validation import check_generator, check_public_structure, seed_entropy
 from ..base import BOUND_PARAMETERS, private_fit
 from ..mechanisms import Query, calibrate
-from ._cost import (selection_run_budget, truncated_negative_binomial_gamma,
+from ._cost import (_private_steps, selection_run_budget, truncated_negative_binomial_gamma,
                     truncated_negative_binomial_mean)
 
 __all__ = ["PrivateGridSearchCV", "random_stopping_runs", "negative_binomial_runs"]
@@ -137,19 +137,24 @@ def _privacy_param_names(estimator, key):
 def _with_budget(estimator, epsilon, delta):
     """Clone ``estimator`` so that its private steps together spend (epsilon, delta).
 
-    The ``m`` private steps (parameters named ``epsilon`` at any depth) get
-    ``epsilon / m`` and ``delta / m`` each (basic composition); their
-    accountants are removed (the search charges the ledger once, with its
-    total).
+    The ``m`` private steps (:func:`~skdp.model_selection._cost._private_steps`:
+    the skdp estimators reached through Pipeline, ColumnTransformer and
+    FeatureUnion, each fitted once per fit) get ``epsilon / m`` and
+    ``delta / m`` each (basic composition); their accountants are removed (the
+    search charges the ledger once, with its total). Parameters of other
+    steps are left alone, whatever their names.
     """
     est = clone(estimator)
-    eps_names = _privacy_param_names(est, "epsilon")
-    m = len(eps_names)
-    params = {name: epsilon / m for name in eps_names}
-    for name in _privacy_param_names(est, "delta"):
-        params[name] = delta / m
-    for name in _privacy_param_names(est, "accountant"):
-        params[name] = None
+    steps = _private_steps(est)
+    m = len(steps)
+    params = {}
+    for prefix, step in steps:
+        own = step.get_params(deep=False)
+        params[prefix + "epsilon"] = epsilon / m
+        if "delta" in own:
+            params[prefix + "delta"] = delta / m
+        if "accountant" in own:
+            params[prefix + "accountant"] = None
     return est.set_params(**params)
 
 
@@ -233,8 +238,16 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     Parameters
     ----------
     estimator : estimator object
-        A private estimator (or a pipeline) whose steps that touch data all
-        have ``epsilon`` / ``delta`` parameters; the search sets them. Its
+        A private estimator (an skdp estimator), or a Pipeline,
+        ColumnTransformer or FeatureUnion of steps. Its private steps (the
+        skdp estimators, :class:`skdp.base.PrivateEstimatorMixin`, reached
+        through those compositions, which fit every step once) share each
+        run's budget equally: the search sets their ``epsilon`` and
+        ``delta``, and leaves other steps' parameters alone whatever their
+        names. A private estimator inside any other wrapper
+        (OneVsRestClassifier, BaggingClassifier, MultiOutputRegressor, ...)
+        may be fitted several times per run, each time at the full share, and
+        is refused (``TypeError``) before anything is charged. Its
         public bounds (``data_norm``, ``label_bound``, ``classes``) must be
         given: a bound left to be inferred from the data raises before
         anything is charged. Every candidate's settings are validated before
@@ -483,11 +496,13 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                 raise ValueError(
                     f"param_grid must not contain privacy parameters {bad}: the search sets them."
                 )
-        if not _privacy_param_names(self.estimator, "epsilon"):
-            raise ValueError(
-                "estimator has no 'epsilon' parameter at any depth: it is not a private "
-                "estimator, and PrivateGridSearchCV cannot bound its privacy cost."
-            )
+        for cand in candidates:  # a grid point may replace steps: check every one
+            if not _private_steps(clone(self.estimator).set_params(**cand)):
+                raise ValueError(
+                    "estimator has no private step (an skdp estimator, alone or in a Pipeline, "
+                    "ColumnTransformer or FeatureUnion): it is not a private estimator, and "
+                    "PrivateGridSearchCV cannot bound its privacy cost."
+                )
         eps, delta = float(self.epsilon), float(self.delta)
         if self.refit:
             eps_refit = eps * self.refit_fraction
