@@ -760,3 +760,73 @@ def test_non_private_parameters_named_epsilon_are_not_budgets():
     shared = _with_budget(both, 2.0, 0.0)
     eps = [v for k, v in shared.get_params(deep=True).items() if k.endswith("__epsilon")]
     assert eps == [0.5] * 4
+
+
+# ----------------------------------------------------------------------
+# non-private steps must fit nothing from the data
+# ----------------------------------------------------------------------
+def _learning_steps():
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import MinMaxScaler, StandardScaler
+
+    return [
+        ("standard scaler", lambda: make_pipeline(StandardScaler(), DPMeanClassifier()), {},
+         "StandardScaler"),
+        ("min-max in a column transformer", lambda: make_pipeline(
+            ColumnTransformer([("m", MinMaxScaler(), [0])], remainder="passthrough"),
+            DPMeanClassifier()), {}, "MinMaxScaler"),
+        ("non-private final step", lambda: make_pipeline(DPMeanCentering(), LogisticRegression()),
+         {}, "LogisticRegression"),
+        ("inverse check", lambda: make_pipeline(FunctionTransformer(np.log1p, np.expm1),
+                                                DPMeanClassifier()), {}, "check_inverse"),
+        ("put in by the grid", lambda: make_pipeline(FunctionTransformer(), DPMeanClassifier()),
+         {"functiontransformer": ["passthrough", StandardScaler()]}, "StandardScaler"),
+    ]
+
+
+@pytest.mark.parametrize("name, make, grid, match", _learning_steps(),
+                         ids=[c[0] for c in _learning_steps()])
+def test_search_refuses_non_private_steps_that_learn_before_the_charge(name, make, grid, match):
+    """A StandardScaler fitted inside a run keeps the private training rows' mean and scale
+    (released with the model), and through them every record moves every transformed row,
+    which the private step's sensitivity analysis does not allow for."""
+    ledger = BudgetLedger(10.0)
+    search = PrivateGridSearchCV(make(), grid, epsilon=1.0, strategy="exhaustive",
+                                 accountant=ledger)
+    with pytest.raises(TypeError, match=match) as info:
+        search.fit(_Poison(), _Poison((40,)))
+    assert "skdp.preprocessing" in str(info.value) and "FrozenEstimator" in str(info.value)
+    assert ledger.spends == [] and not hasattr(search, "privacy_spent_")
+
+
+def test_search_accepts_steps_that_fit_nothing():
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.preprocessing import Normalizer, StandardScaler
+
+    X, y = _data(n=400)
+    public = np.random.default_rng(9).normal(size=(50, 3))
+    ledger = BudgetLedger(10.0)
+    pipe = make_pipeline(
+        FrozenEstimator(StandardScaler().fit(public)),  # fitted on public data, then frozen
+        FunctionTransformer(np.tanh, np.arctanh, check_inverse=False),
+        "passthrough", Normalizer(), DPMeanClassifier())
+    search = PrivateGridSearchCV(pipe, {"dpmeanclassifier__bias": [0.0, 0.1]}, epsilon=1.0,
+                                 strategy="exhaustive", accountant=ledger, random_state=0)
+    search.fit(X, y)
+    assert ledger.spent.epsilon == pytest.approx(1.0)
+    assert search.best_estimator_.steps[0][1].estimator.mean_ is not None
+
+
+def test_a_step_put_in_by_the_grid_gets_the_run_budget():
+    """A grid point that replaces a step with a private estimator: the new step is a private
+    step of the run, with its share of the run budget and no ledger of its own."""
+    X, y = _data(n=400)
+    own = BudgetLedger(100.0)
+    pipe = make_pipeline(DPMeanCentering(), DPMeanClassifier())
+    grid = {"dpmeancentering": [DPMeanCentering(epsilon=5.0, accountant=own)]}
+    search = PrivateGridSearchCV(pipe, grid, epsilon=1.0, strategy="exhaustive",
+                                 random_state=0).fit(X, y)
+    step = search.best_estimator_.named_steps["dpmeancentering"]
+    assert step.epsilon == pytest.approx(0.5) and step.privacy_spent_.epsilon == pytest.approx(0.5)
+    assert step.accountant is None and own.spends == []

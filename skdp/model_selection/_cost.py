@@ -5,6 +5,7 @@ import math
 from scipy.optimize import brentq
 from sklearn.base import clone, is_classifier
 from sklearn.compose import ColumnTransformer
+from sklearn.frozen import FrozenEstimator
 from sklearn.model_selection import ParameterGrid, ParameterSampler, check_cv
 from sklearn.pipeline import FeatureUnion, Pipeline
 from sklearn.utils.validation import _num_samples
@@ -100,8 +101,14 @@ def _parts(estimator):
 
 
 def _leaf_steps(estimator, prefix=""):
-    """``(parameter prefix, step)`` of every step below the compositions of :func:`_parts`
-    (``"passthrough"``, ``"drop"`` and ``None`` fit nothing and are skipped)."""
+    """``(parameter prefix, step)`` of every step below the compositions of :func:`_parts`.
+
+    ``"passthrough"``, ``"drop"``, ``None`` and a ``FrozenEstimator`` (whose
+    ``fit`` does nothing: it holds a model fitted beforehand) fit nothing and
+    are skipped.
+    """
+    if isinstance(estimator, FrozenEstimator):
+        return
     parts = _parts(estimator)
     if parts is None:
         yield prefix, estimator

@@ -20,6 +20,7 @@ from numbers import Real
 import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.model_selection import ParameterGrid
+from sklearn.preprocessing import FunctionTransformer, Normalizer
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted, indexable
@@ -27,9 +28,9 @@ from sklearn.utils.validation import _num_samples, check_is_fitted, indexable
 from .._budget import PrivacyBudget
 from .._stats import check_weight_structure, rounding_gamma
 from .._validation import check_generator, check_public_structure, seed_entropy
-from ..base import BOUND_PARAMETERS, private_fit
+from ..base import BOUND_PARAMETERS, PrivateEstimatorMixin, private_fit
 from ..mechanisms import Query, calibrate
-from ._cost import (_private_steps, selection_run_budget, truncated_negative_binomial_gamma,
+from ._cost import (_leaf_steps, _private_steps, selection_run_budget, truncated_negative_binomial_gamma,
                     truncated_negative_binomial_mean)
 
 __all__ = ["PrivateGridSearchCV", "random_stopping_runs", "negative_binomial_runs"]
@@ -158,6 +159,55 @@ def _with_budget(estimator, epsilon, delta):
     return est.set_params(**params)
 
 
+def _fits_nothing(step):
+    """Whether a non-private step keeps nothing computed from the rows it is fitted on.
+
+    A short list of scikit-learn's stateless transformers (exact types: a
+    subclass may learn in ``fit``): ``Normalizer`` (each row scaled by its own
+    norm), and ``FunctionTransformer`` unless its ``fit`` round-trips private
+    rows through ``inverse_func`` (``check_inverse`` with both functions
+    given), which warns or not depending on their values. Both learn only
+    the structure of X (``n_features_in_``, ``feature_names_in_``), which
+    is public.
+    """
+    if type(step) is Normalizer:
+        return True
+    if type(step) is FunctionTransformer:
+        return not (step.check_inverse and step.func is not None
+                    and step.inverse_func is not None)
+    return False
+
+
+def _check_steps(est):
+    """Raise, before the charge, unless ``est`` has private steps and its other steps fit
+    nothing from the data (:func:`_fits_nothing`)."""
+    if not _private_steps(est):  # raises for a private estimator inside another wrapper
+        raise ValueError(
+            "estimator has no private step (an skdp estimator, alone or in a Pipeline, "
+            "ColumnTransformer or FeatureUnion): it is not a private estimator, and "
+            "PrivateGridSearchCV cannot bound its privacy cost."
+        )
+    for prefix, step in _leaf_steps(est):
+        if isinstance(step, PrivateEstimatorMixin) or _fits_nothing(step):
+            continue
+        where = f"the step {prefix[:-2]!r}" if prefix else "the estimator"
+        why = ("its fit round-trips private rows through inverse_func and warns or not "
+               "depending on their values (set check_inverse=False)"
+               if isinstance(step, FunctionTransformer) else
+               "it is not private and keeps values computed from the private rows it is "
+               "fitted on (a StandardScaler's mean and scale): they would be released with "
+               "the model, and since every record then moves every transformed row, the "
+               "private step's sensitivity analysis no longer holds")
+        raise TypeError(
+            f"PrivateGridSearchCV: {where} is a {type(step).__name__}, and {why}. Non-private "
+            "steps must fit nothing from the data: Normalizer, FunctionTransformer (applying "
+            "a fixed function to each row), 'passthrough', or a transformer fitted on public "
+            "data and frozen (sklearn.frozen.FrozenEstimator). To learn a scaling from the "
+            "private data use skdp.preprocessing's private scalers (PrivateStandardScaler, "
+            "PrivateRowNormScaler), which share the search's budget."
+        )
+
+
 def _fit_run(est, seed_seq, X, y, fit_params):
     """Fit one run with seeds from ``seed_seq``, then forget them.
 
@@ -252,8 +302,18 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         given: a bound left to be inferred from the data raises before
         anything is charged. Every candidate's settings are validated before
         the charge too.
-        Non-private steps must be data-independent (e.g. a
-        ``FunctionTransformer`` or a scaler fitted on public data).
+        Non-private steps must fit nothing from the data, and are refused
+        (``TypeError``, before the charge) otherwise: ``Normalizer``,
+        ``FunctionTransformer`` applying a fixed function to each row
+        (without ``check_inverse`` on an ``inverse_func``, which round-trips
+        private rows in ``fit``), ``"passthrough"``, or a transformer fitted
+        on public data and frozen (``sklearn.frozen.FrozenEstimator``). A
+        fitted ``StandardScaler`` would keep the private training rows' mean
+        and scale, and through them every record would move every
+        transformed row, beyond the private step's sensitivity analysis: use
+        :mod:`skdp.preprocessing`'s private scalers instead. Every grid point
+        is checked, and a step a grid point puts in place is a step of the
+        run like the others.
     param_grid : dict or list of dicts
         As in :class:`sklearn.model_selection.GridSearchCV`. Must not contain
         privacy parameters (``epsilon``, ``delta``, ``accountant``,
@@ -497,12 +557,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                     f"param_grid must not contain privacy parameters {bad}: the search sets them."
                 )
         for cand in candidates:  # a grid point may replace steps: check every one
-            if not _private_steps(clone(self.estimator).set_params(**cand)):
-                raise ValueError(
-                    "estimator has no private step (an skdp estimator, alone or in a Pipeline, "
-                    "ColumnTransformer or FeatureUnion): it is not a private estimator, and "
-                    "PrivateGridSearchCV cannot bound its privacy cost."
-                )
+            _check_steps(clone(self.estimator).set_params(**cand))
         eps, delta = float(self.epsilon), float(self.delta)
         if self.refit:
             eps_refit = eps * self.refit_fraction
@@ -524,6 +579,12 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                                    eta=self.eta)
         refit_budget = PrivacyBudget(eps_refit, delta_refit) if self.refit else None
         return candidates, run, refit_budget
+
+    def _run_estimator(self, candidate, budget):
+        """The estimator of one run (or the refit): the grid point is set first, so that a
+        step it puts in place is one of the private steps sharing ``budget``."""
+        return _with_budget(clone(self.estimator).set_params(**candidate), budget.epsilon,
+                            budget.delta)
 
     def _stopping_law(self, n_candidates):
         """The public law of the number of runs (None for "exhaustive")."""
@@ -597,12 +658,10 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         if n_val < 1 or n - n_val < 2:
             raise ValueError(f"{n} rows are too few for validation_fraction={self.validation_fraction}.")
         for cand in candidates:
-            _check_candidate(_with_budget(self.estimator, run.epsilon, run.delta)
-                             .set_params(**cand), n - n_val, d)
+            _check_candidate(self._run_estimator(cand, run), n - n_val, d)
         if self.refit:
             for cand in candidates:
-                _check_candidate(_with_budget(self.estimator, refit_budget.epsilon,
-                                              refit_budget.delta).set_params(**cand), n, d)
+                _check_candidate(self._run_estimator(cand, refit_budget), n, d)
         law = self._stopping_law(len(candidates))
         total = PrivacyBudget(float(self.epsilon), float(self.delta))
 
@@ -647,7 +706,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         noise_rng = np.random.default_rng(noise_seq)
         best, scores = None, []
         for j, seq in zip(picks, run_seq.spawn(len(picks))):
-            est = _with_budget(self.estimator, run.epsilon, run.delta).set_params(**candidates[j])
+            est = self._run_estimator(candidates[j], run)
             _fit_run(est, seq, X_tr, y_tr, params_tr)
             s = self._noisy_score(est, X_val, y_val, self.score_noise_, noise_rng)
             scores.append(s)
@@ -660,8 +719,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.best_index_ = best_j
         self.best_params_ = dict(candidates[best_j])
         if self.refit:
-            model = _with_budget(self.estimator, refit_budget.epsilon, refit_budget.delta)
-            model.set_params(**self.best_params_)
+            model = self._run_estimator(self.best_params_, refit_budget)
             _fit_run(model, refit_seq, X, y, fit_params)
         self.best_estimator_ = model
         if self.strategy == "exhaustive":
