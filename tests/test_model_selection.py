@@ -830,3 +830,104 @@ def test_a_step_put_in_by_the_grid_gets_the_run_budget():
     step = search.best_estimator_.named_steps["dpmeancentering"]
     assert step.epsilon == pytest.approx(0.5) and step.privacy_spent_.epsilon == pytest.approx(0.5)
     assert step.accountant is None and own.spends == []
+
+
+# ----------------------------------------------------------------------
+# search_cost of randomized searches and of delta=None under other splitters
+# ----------------------------------------------------------------------
+def _ols(ledger, **kw):
+    from skdp import PrivateOLS
+
+    return PrivateOLS(**{"method": "ssp", "epsilon": 1.0, "delta": 1e-6, "data_norm": 1.0,
+                         "label_bound": 2.0, "accountant": ledger, **kw})
+
+
+def _reg_data(n=200):
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(n, 2)) / 2
+    return X, X @ [1.0, -1.0]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_search_cost_of_a_randomized_search_is_what_it_spends():
+    """An int random_state: search_cost draws the search's own candidates (a distribution over
+    epsilon priced exactly). None or a RandomState: refused when the candidates' costs differ
+    (the RandomState is not advanced), exact when every candidate costs the same."""
+    from scipy.stats import loguniform, uniform
+    from sklearn.model_selection import RandomizedSearchCV
+
+    X, y = _reg_data()
+
+    def search(rs, dists, ledger=None):
+        return RandomizedSearchCV(_ols(ledger), dists, n_iter=3, cv=2, error_score="raise",
+                                  random_state=rs, refit=False)  # the refit's winner is data
+
+    for rs, dists in [(7, {"epsilon": uniform(0.1, 5.0)}),
+                      (None, {"fit_intercept": [True, False], "epsilon": [1.0]}),
+                      (np.random.RandomState(0), {"data_norm": loguniform(0.5, 2.0)})]:
+        ledger = BudgetLedger(1e6, 0.5, composition="basic")
+        price = search_cost(search(rs, dists), X, y)
+        search(rs, dists, ledger).fit(X, y)
+        assert price.epsilon == pytest.approx(ledger.spent_basic.epsilon, rel=1e-12), rs
+        assert price.delta == pytest.approx(ledger.spent_basic.delta, rel=1e-12), rs
+    for rs in (None, np.random.RandomState(0)):
+        for dists in ({"epsilon": uniform(0.1, 5.0)}, {"epsilon": [0.5, 1.0]}):
+            state = rs.get_state()[1].copy() if rs is not None else None
+            with pytest.raises(ValueError, match="int random_state"):
+                search_cost(search(rs, dists), X, y)
+            if rs is not None:  # the user's generator is left where it was
+                np.testing.assert_array_equal(rs.get_state()[1], state)
+
+
+@pytest.mark.parametrize("cv_name", ["timeseries", "shuffle", "stratified", "explicit"])
+def test_search_cost_with_delta_none_covers_every_splitter(cv_name):
+    """delta=None is 1 / n_train^2 per fit: priced from the smallest training set of the
+    actual splits (TimeSeriesSplit and ShuffleSplit(train_size) train on far fewer rows than
+    k-fold), never below what the search spends."""
+    from sklearn.model_selection import ShuffleSplit, StratifiedKFold, TimeSeriesSplit
+
+    X, y = _reg_data()
+    cv = {"timeseries": TimeSeriesSplit(5),
+          "shuffle": ShuffleSplit(2, train_size=0.1, random_state=np.random.RandomState(0)),
+          "stratified": StratifiedKFold(3),
+          "explicit": [(np.arange(30), np.arange(30, 200)), (np.arange(50, 200), np.arange(50))],
+          }[cv_name]
+    yy = (y > 0).astype(int) if cv_name == "stratified" else y
+    ledger = BudgetLedger(1e6, 0.5, composition="basic")
+    price = search_cost(GridSearchCV(_ols(None, delta=None), {"fit_intercept": [True]}, cv=cv),
+                        X, yy)
+    GridSearchCV(_ols(ledger, delta=None), {"fit_intercept": [True]}, cv=cv,
+                 error_score="raise").fit(X, yy)
+    spent = ledger.spent_basic
+    assert price.epsilon == pytest.approx(spent.epsilon)
+    assert spent.delta <= price.delta * (1 + 1e-12)
+    if cv_name == "shuffle":  # training sets of one size: exact
+        assert price.delta == pytest.approx(spent.delta, rel=1e-12)
+
+
+def test_stratified_folds_have_k_fold_sizes_whatever_the_labels():
+    """search_cost prices StratifiedKFold as KFold without reading y: the fold sizes agree."""
+    from sklearn.model_selection import KFold, StratifiedKFold
+
+    rng = np.random.default_rng(0)
+    for n, k in [(101, 3), (250, 7), (64, 5)]:
+        for p in (0.5, 0.1):
+            y = (rng.random(n) < p).astype(int)
+            y[:k] = 1
+            y[k:2 * k] = 0
+            strat = sorted(len(tr) for tr, _ in StratifiedKFold(k, shuffle=True,
+                                                                random_state=1).split(y, y))
+            plain = sorted(len(tr) for tr, _ in KFold(k).split(y))
+            assert strat == plain
+
+
+def test_search_cost_refuses_delta_none_with_group_splits():
+    from sklearn.model_selection import GroupKFold
+
+    X, y = _reg_data()
+    gs = GridSearchCV(_ols(None, delta=None), {"fit_intercept": [True]}, cv=GroupKFold(2))
+    with pytest.raises(ValueError, match="explicit delta"):
+        search_cost(gs, X, y, groups=np.arange(200) % 5)
+    # an explicit delta needs no training size: priced
+    gs.set_params(estimator__delta=1e-6)
+    assert search_cost(gs, X, y, groups=np.arange(200) % 5).delta == pytest.approx(3e-6)

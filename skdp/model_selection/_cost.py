@@ -1,12 +1,19 @@
 """The privacy cost of a hyperparameter search, priced before it runs."""
 
+import copy
 import math
+from numbers import Integral
 
+import numpy as np
 from scipy.optimize import brentq
 from sklearn.base import clone, is_classifier
 from sklearn.compose import ColumnTransformer
 from sklearn.frozen import FrozenEstimator
-from sklearn.model_selection import ParameterGrid, ParameterSampler, check_cv
+from sklearn.model_selection import (KFold, ParameterGrid, ParameterSampler, PredefinedSplit,
+                                     RepeatedKFold, RepeatedStratifiedKFold, ShuffleSplit,
+                                     StratifiedKFold, StratifiedShuffleSplit, TimeSeriesSplit,
+                                     check_cv)
+from sklearn.model_selection._split import _CVIterableWrapper
 from sklearn.pipeline import FeatureUnion, Pipeline
 from sklearn.utils.validation import _num_samples
 
@@ -205,6 +212,23 @@ def search_cost(search, X, y=None, groups=None):
     a private estimator inside a wrapper that may fit it several times
     (OneVsRestClassifier, BaggingClassifier, ...) raises ``TypeError``.
 
+    A ``RandomizedSearchCV`` is priced on its own candidates when its
+    ``random_state`` is an int (drawn here with a generator seeded by it, as
+    the search does). With ``None`` or a ``RandomState`` the candidates
+    cannot be known in advance (and drawing them would advance the user's
+    generator, which this function never does): the price is given only
+    when every candidate costs the same (no distribution over a private
+    step's ``epsilon`` or ``delta``; the same budgets for every combination
+    of listed values), and ``ValueError`` is raised otherwise.
+
+    A private step with ``delta=None`` spends ``1 / n_train^2`` on a fit of
+    ``n_train`` rows: it is priced on the smallest training set of the
+    splits, computed from the splitter and the number of rows alone (KFold,
+    StratifiedKFold, whose fold sizes do not depend on the labels,
+    ShuffleSplit, StratifiedShuffleSplit, TimeSeriesSplit, PredefinedSplit
+    and explicit splits; y is not read for it). With other splitters (group
+    splitters) ``ValueError``: give the private steps an explicit delta.
+
     A :class:`PrivateGridSearchCV` costs its ``(epsilon, delta)`` whatever
     its strategy: the strategy only decides how that total is shared among
     the runs (see :func:`selection_run_budget`), and the total is charged
@@ -217,7 +241,8 @@ def search_cost(search, X, y=None, groups=None):
     X : array-like
         Only its number of rows is read (public).
     y, groups : array-like, default=None
-        Passed to the splitter to count splits.
+        Passed to scikit-learn's ``check_cv`` and ``get_n_splits``, as the
+        search does, to choose the splitter and count the splits.
 
     Returns
     -------
@@ -246,16 +271,108 @@ def search_cost(search, X, y=None, groups=None):
     if hasattr(search, "param_grid"):
         candidates = list(ParameterGrid(search.param_grid))
     elif hasattr(search, "param_distributions"):
-        candidates = list(ParameterSampler(search.param_distributions, search.n_iter,
-                                           random_state=search.random_state))
+        candidates = _sampled_candidates(search)
     else:
         raise TypeError(f"cannot price a {type(search).__name__}: not a parameter search.")
     cv = check_cv(search.cv, y, classifier=is_classifier(estimator))
     n_splits = cv.get_n_splits(X, y, groups)
-    n_train = n - math.ceil(n / n_splits)  # smallest training part of a k-fold split
-    costs = [fit_cost(clone(estimator).set_params(**cand), n_train) for cand in candidates]
+    fits = [clone(estimator).set_params(**cand) for cand in candidates]
+    n_train = n
+    if any(_budget_signature(est)[1] for est in fits):  # a delta set from the training size
+        n_train = _smallest_training_set(cv, n)
+    costs = [fit_cost(est, n_train) for est in fits]
     parts = [c for c in costs for _ in range(n_splits)]
     if search.refit:
-        parts.append(max((fit_cost(clone(estimator).set_params(**cand), n)
-                          for cand in candidates), key=lambda b: (b.epsilon, b.delta)))
+        parts.append(max((fit_cost(est, n) for est in fits), key=lambda b: (b.epsilon, b.delta)))
     return compose_basic(parts) if parts else PrivacyBudget.zero()
+
+
+def _budget_signature(estimator):
+    """The private steps' ``(epsilon, delta)`` parameters (``delta=None``: set from the
+    training size), sorted, and whether one of them is ``None``."""
+    sig = []
+    for _, step in _private_steps(estimator):
+        params = step.get_params(deep=False)
+        delta = params.get("delta", 0.0)
+        sig.append((float(params["epsilon"]), None if delta is None else float(delta)))
+    return sorted(sig, key=repr), any(d is None for _, d in sig)
+
+
+#: more grid points than this in a randomized search's lists are not enumerated
+_MAX_ENUMERATED = 10_000
+
+
+def _sampled_candidates(search):
+    """The candidates of a randomized search, or as many of the same cost.
+
+    With an int ``random_state`` the search draws them with a generator of
+    its own seeded by it, and so does this function: the same candidates.
+    Otherwise they cannot be drawn here (``None``: fresh entropy when the
+    search runs; a ``RandomState``: drawing would advance the user's
+    generator, and the search would then draw others), so the price is exact
+    only when every candidate costs the same: no sampled distribution sets a
+    private step's ``epsilon`` or ``delta``, and every combination of the
+    listed values gives the private steps the same budgets (checked over all
+    of them). Otherwise ``ValueError``.
+    """
+    rs = search.random_state
+    if isinstance(rs, Integral) and not isinstance(rs, bool):
+        return list(ParameterSampler(search.param_distributions, search.n_iter,
+                                     random_state=rs))
+    n_draws = len(ParameterSampler(search.param_distributions, search.n_iter))  # draws nothing
+    dists = search.param_distributions
+    signatures, point = set(), {}
+    for dist in dists if isinstance(dists, (list, tuple)) else [dists]:
+        listed = {k: v for k, v in dist.items() if not hasattr(v, "rvs")}
+        sampled = {k for k, v in dist.items() if hasattr(v, "rvs")}
+        grid = ParameterGrid(listed)
+        if len(grid) > _MAX_ENUMERATED:
+            signatures.add(None)  # too many to check: refused below
+            break
+        for point in grid:
+            est = clone(search.estimator).set_params(**point)
+            budget_names = {prefix + key for prefix, _ in _private_steps(est)
+                            for key in ("epsilon", "delta")}
+            signatures.add(None if sampled & budget_names else repr(_budget_signature(est)[0]))
+    if len(signatures) != 1 or None in signatures:
+        how = ("None, so the search draws them afresh when it runs" if rs is None else
+               f"a {type(rs).__name__}: drawing them here would advance that generator and "
+               "the search would then draw others")
+        raise ValueError(
+            f"search_cost: the candidates of this {type(search).__name__} differ in privacy "
+            "cost (a sampled parameter sets a private step's epsilon or delta, or replaces a "
+            f"step), and they cannot be known in advance: random_state is {how}. Give the "
+            "search an int random_state: search_cost then draws exactly its candidates."
+        )
+    return [point] * n_draws  # every candidate costs what this one costs
+
+
+def _smallest_training_set(cv, n):
+    """The fewest training rows of a split of ``cv`` on ``n`` rows (for ``delta=None``,
+    ``1 / n_train^2``), from the splitter's parameters and ``n`` alone.
+
+    The splitters listed split by the number of rows only: their splits are
+    computed on a placeholder of ``n`` rows without columns (a copy of the
+    splitter, so that a ``RandomState`` in it is not advanced). Stratified
+    k-fold reads the labels but its fold sizes do not depend on them (the
+    i-th test fold takes ``ceil((n - i) / k)`` rows, as k-fold's), and a
+    stratified shuffle split trains on exactly ``train_size`` rows; both are
+    priced as their unstratified twin, without reading y. Group splitters
+    (and other splitters) train on a number of rows that depends on the
+    groups or is not known here: ``ValueError``.
+    """
+    if type(cv) in (StratifiedKFold, RepeatedStratifiedKFold):
+        cv = KFold(cv.n_splits)
+    elif type(cv) is StratifiedShuffleSplit:
+        cv = ShuffleSplit(1, test_size=cv.test_size, train_size=cv.train_size)
+    elif type(cv) in (KFold, RepeatedKFold, ShuffleSplit, TimeSeriesSplit, PredefinedSplit,
+                      _CVIterableWrapper):
+        cv = copy.deepcopy(cv)
+    else:
+        raise ValueError(
+            f"search_cost: a private step has delta=None (1 / n_train^2, set from the number "
+            f"of rows it is fitted on), and the training sets of {type(cv).__name__} do not "
+            "follow from the number of rows alone. Give the private steps an explicit delta, "
+            "or use KFold, StratifiedKFold, ShuffleSplit, TimeSeriesSplit or explicit splits."
+        )
+    return min(len(train) for train, _ in cv.split(np.empty((n, 0))))
