@@ -87,6 +87,15 @@ def for_release(estimator):
     the experiment used. A third-party meta-estimator that keeps derived
     seeds under another name is not known to it: check such a copy.
 
+    A scikit-learn search (``GridSearchCV``, ``RandomizedSearchCV``, any
+    ``BaseSearchCV``), at the top or anywhere inside, is refused with a
+    ``TypeError``: its ``cv_results_`` and ``best_score_`` are exact scores
+    on the private validation folds, not a release. Publish its
+    ``best_estimator_``, or search with
+    :class:`~skdp.model_selection.PrivateGridSearchCV`, whose fitted
+    attributes are the selected model, the selected grid point, noisy
+    scores and public settings of the search.
+
     Parameters
     ----------
     estimator : fitted estimator (or Pipeline, or PrivateGridSearchCV)
@@ -109,6 +118,8 @@ def for_release(estimator):
     import copy
 
     out = copy.deepcopy(estimator)
+    from sklearn.model_selection._search import BaseSearchCV
+
     seedlike = (np.random.Generator, np.random.RandomState, np.random.SeedSequence,
                 np.random.BitGenerator, _LedgerMixin)
     objects, seen = [out], set()
@@ -117,6 +128,16 @@ def for_release(estimator):
         if id(obj) in seen:
             continue
         seen.add(id(obj))
+        if isinstance(obj, BaseSearchCV):
+            where = "the estimator is" if obj is out else "it holds"
+            raise TypeError(
+                f"for_release: {where} a scikit-learn {type(obj).__name__}, which keeps "
+                "cv_results_ and best_score_: exact validation scores computed on the private "
+                "data without noise, which the copy would publish. Release the selected model "
+                "instead (for_release(search.best_estimator_)), or select with "
+                "skdp.model_selection.PrivateGridSearchCV, whose scores are noised and covered "
+                "by its guarantee."
+            )
         params = obj.get_params(deep=False)
         for key in ("random_state", "accountant"):
             if key in params and params[key] is not None:

@@ -473,6 +473,44 @@ def test_for_release_strips_seeds_and_ledgers_and_keeps_the_release():
     assert bag._seeds is not None
 
 
+def test_for_release_refuses_scikit_learn_searches_and_keeps_only_noisy_search_results():
+    """GridSearchCV / RandomizedSearchCV keep cv_results_ and best_score_: exact scores on the
+    private validation folds. for_release refuses them, at the top or nested, and points to
+    best_estimator_ and PrivateGridSearchCV; PrivateGridSearchCV's fitted attributes are the
+    selected model and grid point, noisy scores and public settings only."""
+    from sklearn.model_selection import GridSearchCV, RandomizedSearchCV
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    import skdp
+    from skdp.model_selection import PrivateGridSearchCV
+
+    X, y_d, _ = _label_pair(n=300)
+    est = PrivateLogisticRegression(data_norm=1.0, classes=[0, 1, 2], perturbation="output",
+                                    random_state=0)
+    searches = [
+        GridSearchCV(est, {"C": [0.1, 1.0]}, cv=2).fit(X, y_d),
+        RandomizedSearchCV(est, {"C": [0.1, 1.0]}, n_iter=2, cv=2, random_state=0).fit(X, y_d),
+        make_pipeline(FunctionTransformer(), GridSearchCV(est, {"C": [0.1]}, cv=2)).fit(X, y_d),
+    ]
+    for fitted in searches:
+        with pytest.raises(TypeError, match="best_estimator_") as info:
+            skdp.for_release(fitted)
+        assert "PrivateGridSearchCV" in str(info.value) and "cv_results_" in str(info.value)
+    pub = skdp.for_release(searches[0].best_estimator_)  # the selected model alone is fine
+    np.testing.assert_array_equal(pub.predict(X), searches[0].predict(X))
+    private = PrivateGridSearchCV(est, {"C": [0.1, 1.0]}, epsilon=2.0, delta=1e-5,
+                                  strategy="exhaustive", random_state=0).fit(X, y_d)
+    pub = skdp.for_release(private)
+    fitted_names = {k for k in vars(pub) if k.endswith("_") and not k.startswith("__")}
+    # every one reviewed: noisy scores, the selection, the release, public settings of the search
+    assert fitted_names == {"best_score_", "best_index_", "best_params_", "best_estimator_",
+                            "cv_results_", "privacy_spent_", "run_budget_", "n_candidates_",
+                            "stopping_law_", "score_noise_", "classes_", "n_features_in_"}
+    assert set(pub.cv_results_) == {"params", "noisy_score", "rank_noisy_score", "param_C"}
+    assert pub.best_score_ == pub.cv_results_["noisy_score"].max()
+
+
 # ---------------------------------------------------------------------------
 # 7. validation errors of the data carry no value of it (string cells, 1-D X), and the
 #    errors decided by the structure of X and y come before the charge
