@@ -106,17 +106,68 @@ def as_dask_rows(X, y=None, sample_weight=None):
     return X, align(y, "y"), align(sample_weight, "sample_weight")
 
 
-def _block_apply(fn, xb, yb, wb, params, kwargs):
-    """``fn`` of one block's ``AugmentedRows``, and whether its values were finite (on a worker)."""
+class _BlockError(ValueError):
+    """A block that failed conversion, raised on a worker with a value-free message.
+
+    Its message is made by :func:`skdp._validation.call_without_values`
+    (no value of the data), so the client may show it
+    (:func:`_compute_without_values`); every other worker exception is
+    replaced there by a message without its text.
+    """
+
+
+def _convert_block(block, name, dtype):
+    """One block as an ndarray of ``dtype`` (on a worker); a failed conversion raises
+    :class:`_BlockError` with a message that quotes no value (numpy's would quote the cell)."""
+    from ._validation import call_without_values
+
+    try:
+        return call_without_values(np.asarray, block, dtype=dtype, name=name)
+    except (ValueError, TypeError) as exc:
+        err = _BlockError(str(exc))
+    raise err from None  # outside the handler: no __context__
+
+
+def _compute_without_values(*collections, name):
+    """``dask.compute(*collections)``, with any worker exception re-raised without values.
+
+    A dask collection may declare a float dtype and hold anything: the
+    exception a worker raises on its values (numpy's conversion errors quote
+    the offending cell) would otherwise reach the caller verbatim. A
+    :class:`_BlockError` (already value-free) keeps its message; any other
+    exception is replaced by one naming only its type and ``name``. The
+    original is neither chained (``__cause__``) nor kept as ``__context__``.
+    """
+    from dask import compute
+
+    try:
+        return compute(*collections)
+    except _BlockError as exc:
+        err = ValueError(str(exc))
+    except Exception as exc:
+        err = ValueError(
+            f"Computing {name} on the dask workers failed ({type(exc).__name__}); the original "
+            "message is withheld because it may quote private values. The blocks must hold "
+            "finite real numbers of the declared dtype.")
+    raise err from None  # outside the handlers: the original is not kept as __context__
+
+
+def _block_apply(fn, xb, yb, wb, params, kwargs, dtypes):
+    """``fn`` of one block's ``AugmentedRows``, and whether its values were finite (on a worker).
+
+    The blocks are converted to their declared dtypes (``dtypes``: X's, and
+    float64 for ``y`` and the weights) by :func:`_convert_block`: a block
+    that does not hold what its collection declares raises without values.
+    """
     from ._stats import AugmentedRows
 
-    xb = np.asarray(xb)
+    xb = _convert_block(xb, "X", dtypes[0])
     ok = bool(np.all(np.isfinite(xb)))
     if yb is not None:
-        yb = np.asarray(yb, dtype=np.float64)
+        yb = _convert_block(yb, "y", np.float64)
         ok = ok and bool(np.all(np.isfinite(yb)))
     if wb is not None:
-        wb = np.asarray(wb, dtype=np.float64)
+        wb = _convert_block(wb, "sample_weight", np.float64)
     if not ok:
         return None, False
     rows = AugmentedRows(xb, params["data_norm"], y=yb, label_bound=params["label_bound"],
@@ -148,18 +199,20 @@ def blockwise_sum(rows, fn, **kwargs):
     kernel, the grid sketch's integer Gram) and picklable. The partial
     results are added in a binary tree of tasks on the workers; only the
     final sum reaches the client. Raises ``ValueError`` (without values) if
-    X or y holds NaN or infinity.
+    X or y holds NaN or infinity, or if a block does not hold numbers
+    (:func:`_compute_without_values`).
     """
-    from dask import compute, delayed
+    from dask import delayed
 
     xblocks = rows.X.to_delayed()[:, 0]
     nb = len(xblocks)
     yblocks = list(rows.y.to_delayed()) if rows.y is not None else [None] * nb
     wblocks = list(rows.sqrt_w.to_delayed()) if rows.sqrt_w is not None else [None] * nb
     params = dict(data_norm=rows.data_norm, label_bound=rows.label_bound, intercept=rows.intercept)
-    parts = [delayed(_block_apply)(fn, xb, yb, wb, params, kwargs)
+    dtypes = (rows.X.dtype,)
+    parts = [delayed(_block_apply)(fn, xb, yb, wb, params, kwargs, dtypes)
              for xb, yb, wb in zip(xblocks, yblocks, wblocks)]
-    (total, ok), = compute(_tree_sum(parts))
+    (total, ok), = _compute_without_values(_tree_sum(parts), name="X, y or sample_weight")
     if not ok:
         raise ValueError("Input contains NaN or infinity.")
     return total
@@ -175,10 +228,10 @@ def dask_clipped_gram(X, data_norm, *, y=None, label_bound=None, intercept=None,
     return clipped_gram(rows, None, chunk_rows=chunk_rows)
 
 
-def _block_max_norm(xb):
+def _block_max_norm(xb, dtype):
     from ._stats import max_row_norm
 
-    xb = np.asarray(xb)
+    xb = _convert_block(xb, "X", dtype)
     return max_row_norm(xb) if np.all(np.isfinite(xb)) else np.inf
 
 
@@ -188,11 +241,11 @@ def dask_max_row_norm(X):
     Only for the documented, warned inference of an omitted ``data_norm``
     (:class:`~skdp.PrivacyLeakWarning`). ``inf`` if a value is not finite.
     """
-    from dask import compute, delayed
+    from dask import delayed
 
     X = _as_array(X, "X").rechunk({1: -1})
-    parts = [delayed(_block_max_norm)(xb) for xb in X.to_delayed()[:, 0]]
-    return float(max(compute(*parts))) if parts else 0.0
+    parts = [delayed(_block_max_norm)(xb, X.dtype) for xb in X.to_delayed()[:, 0]]
+    return float(max(_compute_without_values(*parts, name="X"))) if parts else 0.0
 
 
 def validate_fit_data(estimator, X, y=None, *, requires_y=False, **validate_kwargs):
@@ -220,12 +273,16 @@ def validate_fit_data(estimator, X, y=None, *, requires_y=False, **validate_kwar
 
 
 def check_dask_weights(sample_weight, n):
-    """Validate dask weights against ``[0, 1]`` on the workers (one boolean to the client)."""
-    import dask
+    """Validate dask weights against ``[0, 1]`` on the workers (one boolean to the client).
+
+    Every block is converted to float64 there (:func:`_convert_block`); errors carry no value.
+    """
     import dask.array as da
 
     w = _as_array(sample_weight, "sample_weight")
     if w.ndim != 1 or w.shape[0] != n:
         raise ValueError(f"sample_weight.shape == {w.shape}, expected ({n},)!")
-    (ok,) = dask.compute(da.all(da.isfinite(w) & (w >= 0) & (w <= 1)))
+    wf = w.map_blocks(_convert_block, "sample_weight", np.float64, dtype=np.float64)
+    (ok,) = _compute_without_values(da.all(da.isfinite(wf) & (wf >= 0) & (wf <= 1)),
+                                    name="sample_weight")
     return w, bool(ok)

@@ -151,3 +151,74 @@ def test_classifiers_refuse_dask_before_the_charge():
     with pytest.raises(TypeError, match="in memory"):
         clf.fit(da.from_array(X, chunks=(100, 4)), (y > 0).astype(int))
     assert led.spent.epsilon == 0.0 and not hasattr(clf, "coef_")
+
+
+_SECRET = "SSN 123-45-6789"
+
+
+def _lying_block(cells):
+    return np.asarray(cells, dtype=object)
+
+
+def _declared_float(cells, shape):
+    """A dask array that declares float64 but whose one block holds ``cells`` (strings)."""
+    from dask import delayed
+
+    return da.from_delayed(delayed(_lying_block)(cells), shape=shape, dtype=np.float64)
+
+
+def _raising_block(n):
+    raise KeyError(f"no record for {_SECRET}")
+
+
+def _assert_value_free(exc_info):
+    exc = exc_info.value
+    assert _SECRET not in str(exc) and "123-45" not in str(exc)
+    assert exc.__cause__ is None and exc.__context__ is None and exc.__suppress_context__
+
+
+@pytest.mark.parametrize("scheduler", ["synchronous", "client"])
+@pytest.mark.parametrize("where", ["y", "X", "sample_weight", "X-norm"])
+def test_worker_conversion_errors_carry_no_value(request, scheduler, where):
+    """A block that holds a non-numeric cell under a declared float dtype: the worker's numpy
+    error quotes the cell; the caller gets a value-free message, not chained to it."""
+    import dask
+
+    if scheduler == "client":
+        request.getfixturevalue("client")
+    X = np.random.default_rng(0).normal(size=(4, 2)) / 2
+    y = np.array([0.1, 0.2, 0.3, 0.4])
+    Xd, yd, wd = da.from_array(X, chunks=(4, 2)), da.from_array(y, chunks=4), None
+    if where == "y":
+        yd = _declared_float(np.array(["1.0", "2.0", _SECRET, "0.5"], dtype=object), (4,))
+    elif where == "sample_weight":
+        wd = _declared_float(np.array(["1.0", "0.5", _SECRET, "0.5"], dtype=object), (4,))
+    else:
+        Xd = _declared_float(np.array([["0.1", "0.2"], [_SECRET, "0.1"], ["0", "0"],
+                                       ["0", "0"]], dtype=object), (4, 2))
+    est = PrivateOLS(method="ssp", data_norm=None if where == "X-norm" else 1.0,
+                     label_bound=1.0, random_state=0)
+    ctx = dask.config.set(scheduler="synchronous") if scheduler == "synchronous" else None
+    with ctx or warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        with pytest.raises(ValueError, match="cannot be converted to float") as info:
+            est.fit(Xd, yd, sample_weight=wd)
+    _assert_value_free(info)
+    assert ("sample_weight" if where == "sample_weight" else where[0]) in str(info.value)
+    assert not hasattr(est, "coef_")
+
+
+def test_other_worker_exceptions_are_withheld():
+    """Any other exception raised while computing the blocks: its text is withheld."""
+    import dask
+    from dask import delayed
+
+    Xd = da.from_delayed(delayed(_raising_block)(4), shape=(4, 2), dtype=np.float64)
+    with dask.config.set(scheduler="synchronous"):
+        with pytest.raises(ValueError, match=r"failed \(KeyError\); the original message is "
+                                             "withheld") as info:
+            PrivatePCA(data_norm=1.0, random_state=0).fit(Xd)
+        _assert_value_free(info)
+        with pytest.raises(ValueError, match="withheld") as info:
+            dask_max_row_norm(Xd)
+        _assert_value_free(info)
