@@ -49,13 +49,13 @@ def check_dask_input(estimator, X, y=None, *, reset=True):
     array, or None) chunked like ``X``'s rows. Value checks (finiteness)
     happen inside the block reduction.
     """
+    from ._validation import check_known_chunks
+
     columns = getattr(X, "columns", None)
     X = _as_array(X, "X")
     if X.ndim != 2:
         raise ValueError(f"Expected a 2-D dask array for X, got {X.ndim} dimension(s).")
-    if any(np.isnan(c) for c in X.chunks[0]):
-        raise ValueError("X has unknown chunk sizes: the number of rows is a public input here; "
-                         "call X.compute_chunk_sizes() first.")
+    check_known_chunks(X, "X")
     if not (np.issubdtype(X.dtype, np.floating) or np.issubdtype(X.dtype, np.integer)
             or X.dtype == bool):
         raise ValueError(f"X must be numeric, got dtype {X.dtype}.")

@@ -575,15 +575,18 @@ def max_row_norm(X, chunk_rows=None):
 def check_weight_structure(sample_weight, n, estimator=None):
     """Before the charge: the public structure of ``sample_weight`` (one entry per row).
 
-    Reads its length only (public, like ``n``), never a value: the values
+    Reads its length only (public, like ``n``; a dask array with unknown
+    chunk sizes is refused: :func:`skdp._validation.check_known_chunks`),
+    never a value: the values
     are private per-record data, checked against their bound after the
     charge by :func:`check_unit_sample_weight`.
     """
+    from ._validation import _public_ndim, check_known_chunks
+
+    check_known_chunks(sample_weight, "sample_weight")
     if sample_weight is None or n is None or np.isscalar(sample_weight):
         return
     from sklearn.utils.validation import _num_samples
-
-    from ._validation import _public_ndim
 
     who = f"{type(estimator).__name__}: " if estimator is not None else ""
     if (_public_ndim(sample_weight) or 1) > 1:

@@ -22,6 +22,7 @@ __all__ = [
     "row_norms",
     "public_shape",
     "check_public_structure",
+    "check_known_chunks",
     "validate_private_data",
     "call_without_values",
     "fit_generator",
@@ -260,17 +261,47 @@ _RESHAPE_HINT = ("Reshape your data either using array.reshape(-1, 1) if your da
                  "feature or array.reshape(1, -1) if it contains a single sample.")
 
 
+def check_known_chunks(v, name):
+    """Refuse a dask array whose chunk sizes are unknown (NaN), before anything is charged.
+
+    Its shape (the number of rows above all) is a public input under the
+    replace-one relation: it is never counted from the data (a boolean mask
+    leaves the chunk sizes unknown). Anything else passes unchanged.
+    """
+    from ._dask import is_dask_collection
+
+    chunks = getattr(v, "chunks", None)
+    if (is_dask_collection(v) and isinstance(chunks, tuple)
+            and any(np.isnan(c) for axis in chunks for c in axis)):
+        raise ValueError(f"{name} has unknown chunk sizes: the number of rows is a public input "
+                         f"here; call {name}.compute_chunk_sizes() first.")
+
+
+def _single_output(estimator):
+    """Whether ``estimator`` fits one target column (its tags do not declare multi-output)."""
+    from sklearn.utils import get_tags
+
+    try:
+        return not get_tags(estimator).target_tags.multi_output
+    except Exception:  # not a scikit-learn estimator: no claim
+        return False
+
+
 def check_public_structure(X, y=None, *, estimator=None, requires_y=False):
     """``(n_samples, n_features)`` of X, after raising every error its structure decides.
 
     Reads only the structure of ``X`` and ``y`` (their types, numbers of
-    dimensions and lengths: public under the replace-one relation), never a
-    value, so the errors come before the budget is charged and carry no
-    value: X is not 2-D, X has no feature, ``y`` is missing (``requires_y``)
-    or its length differs from X's. Returns :func:`public_shape` of X.
+    dimensions, lengths and chunk sizes: public under the replace-one
+    relation), never a value, so the errors come before the budget is
+    charged and carry no value: X is not 2-D, X has no feature, a dask X or
+    ``y`` has unknown chunk sizes (:func:`check_known_chunks`), ``y`` is
+    missing (``requires_y``), its length differs from X's (numpy, pandas or
+    dask alike), or, for a single-output ``estimator`` that requires ``y``
+    (its tags do not declare ``multi_output``), ``y`` has more than one
+    column or more than two dimensions (a column ``(n, 1)`` passes:
+    scikit-learn's validation ravels it with a ``DataConversionWarning``).
+    Returns :func:`public_shape` of X.
     """
-    from ._dask import is_dask_collection
-
     who = f" by {type(estimator).__name__}" if estimator is not None else ""
     ndim = _public_ndim(X)
     if ndim == 0:
@@ -281,6 +312,7 @@ def check_public_structure(X, y=None, *, estimator=None, requires_y=False):
     if ndim is not None and ndim > 2:
         raise ValueError(f"Found array with dim {ndim}, while dim <= 2 is required{who}: X must "
                          "be 2-D.")
+    check_known_chunks(X, "X")
     n, d = public_shape(X)
     if d == 0:
         shape = (n, 0) if n is not None else "(n_samples, 0)"
@@ -289,17 +321,32 @@ def check_public_structure(X, y=None, *, estimator=None, requires_y=False):
     if requires_y and y is None:
         name = type(estimator).__name__ if estimator is not None else "this estimator"
         raise ValueError(f"{name} requires y to be passed, but the target y is None.")
-    if y is not None and n is not None and not is_dask_collection(y):  # dask y: as_dask_rows checks it
-        try:
-            from sklearn.utils.validation import _num_samples
-
-            n_y = int(_num_samples(y))
-        except Exception:  # not array-like: the validation of the data reports it
-            n_y = None
+    if y is None:
+        return n, d
+    check_known_chunks(y, "y")
+    if requires_y and _single_output(estimator):
+        _check_single_output(y, type(estimator).__name__)
+    if n is not None:
+        n_y = public_shape(y)[0]  # None if y is not array-like: the validation of the data reports it
         if n_y is not None and n_y != n:
             raise ValueError(
                 f"Found input variables with inconsistent numbers of samples: [{n}, {n_y}]")
     return n, d
+
+
+def _check_single_output(y, name):
+    """Refuse a ``y`` of more than one column or more than two dimensions (structure only)."""
+    ndim = _public_ndim(y)
+    if ndim is None or ndim < 2:
+        return
+    n_columns = public_shape(y)[1] if ndim == 2 else None
+    if ndim == 2 and n_columns in (1, None):  # a column (or unknown): the validation decides
+        return
+    shape = getattr(y, "shape", None)
+    got = (f"an array of shape {tuple(shape)}" if isinstance(shape, tuple)
+           else f"a {ndim}-D array" if ndim > 2 else f"an array of {n_columns} columns")
+    raise ValueError(f"y should be a 1d array, got {got} instead: {name} fits one target "
+                     "column.")
 
 
 # Messages of scikit-learn / numpy validation errors that name only the structure of the

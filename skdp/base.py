@@ -14,7 +14,8 @@ The fit protocol
 1. Parameters are validated (scikit-learn's ``_parameter_constraints``).
 2. Every error decided by **public** inputs alone (parameters, ``n_samples``
    and ``n_features``, which are public under the replace-one relation, the
-   number of dimensions of X and the length of y) is raised:
+   number of dimensions of X, the length and width of y, the chunk sizes of
+   a dask input) is raised:
    :meth:`_public_shape` and :meth:`_check_public`. Nothing has been charged
    yet.
 3. The budget is charged to the accountant (check-and-spend, atomic). A fit
@@ -212,11 +213,12 @@ class PrivateEstimatorMixin:
     def _public_shape(self, X, y=None, *, requires_y=False):
         """``(n_samples, n_features)`` of X from its structure, after the structural errors.
 
-        Step 2 starts here: X that is not 2-D, X without features, a missing
-        ``y`` (``requires_y``) or a ``y`` whose length differs from X's raise
-        before the charge (:func:`skdp._validation.check_public_structure`:
-        no value is read). Either entry is ``None`` when the structure does
-        not tell it.
+        Step 2 starts here: X that is not 2-D, X without features, a dask X
+        or ``y`` with unknown chunk sizes, a missing ``y`` (``requires_y``), a
+        ``y`` whose length differs from X's or, for a single-output
+        estimator, a ``y`` of several columns raise before the charge
+        (:func:`skdp._validation.check_public_structure`: no value is read).
+        Either entry is ``None`` when the structure does not tell it.
         """
         return check_public_structure(X, y, estimator=self, requires_y=requires_y)
 

@@ -645,6 +645,12 @@ def _structural_cases():
          (X, y[:150]), "inconsistent numbers of samples"),
         ("OLS y shorter", OLS, (X, X[:150, 0]), "inconsistent numbers of samples"),
         ("OLS y list longer", OLS, (X, list(X[:, 0]) + [0.0]), "inconsistent numbers of samples"),
+        # a single-output estimator given several target columns: decided by y's structure
+        ("OLS y 2 columns", OLS, (X, X[:, :2]), r"y should be a 1d array.*\(200, 2\)"),
+        ("OLS y list of pairs", OLS, (X, X[:, :2].tolist()), "y should be a 1d array"),
+        ("LR y 2 columns", LR, (X, np.c_[y, y]), "y should be a 1d array"),
+        ("Huber y 3-D", lambda L: PrivateHuberSVM(data_norm=1.0, classes=[0, 1], accountant=L),
+         (X, y.reshape(200, 1, 1)), "y should be a 1d array"),
         ("LR y None", LR, (X, None), "requires y to be passed"),
         ("OLS y None", OLS, (X, None), "requires y to be passed"),
         ("LR 1-D X", LR, (X[:, 0], y), "Expected 2D array"),

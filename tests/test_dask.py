@@ -222,3 +222,61 @@ def test_other_worker_exceptions_are_withheld():
         with pytest.raises(ValueError, match="withheld") as info:
             dask_max_row_norm(Xd)
         _assert_value_free(info)
+
+
+def _unknown_rows(a):
+    """The same rows with unknown chunk sizes (a boolean mask that keeps every row)."""
+    return a[da.ones(a.shape[0], chunks=a.chunks[0], dtype=bool)]
+
+
+def _dask_structure_cases():
+    X, y = _data(400, 3)
+    X /= np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1.0)
+    Xd, yd = da.from_array(X, chunks=(100, 3)), da.from_array(y, chunks=100)
+    w = da.full(400, 0.5, chunks=100)
+    PCA = lambda L: PrivatePCA(n_components=2, data_norm=1.0, delta=1e-6, accountant=L)  # noqa: E731
+    RP = lambda L: PrivateRandomProjection(data_norm=1.0, delta=1e-6, accountant=L)  # noqa: E731
+    OLS = lambda L: PrivateOLS(method="ssp", data_norm=1.0, label_bound=1.0, delta=1e-6,  # noqa: E731
+                               accountant=L)
+    unknown = "unknown chunk sizes"
+    return [
+        ("pca-X-unknown", PCA, (_unknown_rows(Xd),), {}, "X has " + unknown),
+        ("rp-X-unknown", RP, (_unknown_rows(Xd),), {}, "X has " + unknown),
+        ("ols-X-unknown", OLS, (_unknown_rows(Xd), yd), {}, "X has " + unknown),
+        ("ols-y-unknown", OLS, (Xd, _unknown_rows(yd)), {}, "y has " + unknown),
+        ("ols-numpy-X-y-unknown", OLS, (X, _unknown_rows(yd)), {}, "y has " + unknown),
+        ("pca-w-unknown", PCA, (Xd,), {"sample_weight": _unknown_rows(w)},
+         "sample_weight has " + unknown),
+        ("rp-w-unknown", RP, (Xd,), {"sample_weight": _unknown_rows(w)},
+         "sample_weight has " + unknown),
+        ("ols-w-unknown", OLS, (Xd, yd), {"sample_weight": _unknown_rows(w)},
+         "sample_weight has " + unknown),
+        ("ols-y-short", OLS, (Xd, yd[:399]), {}, r"inconsistent numbers of samples: \[400, 399\]"),
+        ("ols-y-2-columns", OLS, (Xd, da.zeros((400, 2), chunks=100)), {},
+         r"y should be a 1d array, got an array of shape \(400, 2\)"),
+        ("ols-w-short", OLS, (Xd, yd), {"sample_weight": w[:399]}, "one entry per row"),
+    ]
+
+
+@pytest.mark.parametrize("name, make, args, kwargs, match", _dask_structure_cases(),
+                         ids=[c[0] for c in _dask_structure_cases()])
+def test_dask_structure_errors_come_before_the_charge(name, make, args, kwargs, match):
+    """Unknown chunk sizes (X, y or weights) and a y of the wrong length or width are decided by
+    the structure: refused before anything is charged, nothing left fitted."""
+    from skdp import BudgetLedger
+
+    ledger = BudgetLedger(epsilon=10.0, delta=1e-3)
+    est = make(ledger)
+    with pytest.raises(ValueError, match=match):
+        est.fit(*args, **kwargs)
+    assert ledger.spends == [] and ledger.spent.epsilon == 0.0 and ledger.spent.delta == 0.0
+    assert not [k for k in vars(est) if k.endswith("_") and not k.startswith("__")]
+
+
+def test_dask_y_column_still_fits(client):
+    """A dask y of shape (n, 1) is one target column: accepted, as before."""
+    X, y = _data(400, 3)
+    X /= np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1.0)
+    est = PrivateOLS(method="ssp", data_norm=1.0, label_bound=1.0, random_state=0).fit(
+        da.from_array(X, chunks=(100, 3)), da.from_array(y[:, None], chunks=(100, 1)))
+    assert est.coef_.shape == (3,)
