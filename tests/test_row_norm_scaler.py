@@ -104,3 +104,54 @@ def test_sparse_float32_and_inferred_range():
 @parametrize_with_checks([PrivateRowNormScaler(norm_range=(1e-3, 1e3), random_state=0)])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(grid_ratio=1 + 1e-12, norm_range=(1e-3, 1e3)), r"13814282460217 candidates; at most 1048576"),
+    (dict(grid_ratio=1 + 1e-6, norm_range=(1e-3, 1e3)), "candidates; at most 1048576"),
+    (dict(grid_ratio=2.0, norm_range=(1e-300, 1e300)), "overflow float64"),
+    (dict(grid_ratio=2.0, norm_range=(1.0, 1.7e308)), "overflow float64"),
+])
+def test_grid_settings_refused_before_the_charge(kwargs, match):
+    """The grid size is decided by public settings: computed and refused before the charge
+    (it used to be allocated after it: MemoryError with epsilon spent)."""
+    X = np.random.default_rng(0).normal(size=(100, 3))
+    ledger = BudgetLedger(10.0, 0.0)
+    est = PrivateRowNormScaler(epsilon=0.1, accountant=ledger, random_state=0, **kwargs)
+    with pytest.raises(ValueError, match=match):
+        est.fit(X)
+    assert ledger.spends == [] and ledger.spent.epsilon == 0.0
+    assert not [k for k in vars(est) if k.endswith("_") and not k.startswith("__")]
+
+
+def test_inferred_grid_too_large_names_no_value():
+    """With norm_range inferred from the data, a grid that is too large is refused without
+    quoting the inferred range."""
+    X = np.array([[1.234567e-3, 0.0], [0.0, 987.654321]] * 10)
+    with pytest.warns(PrivacyLeakWarning):
+        with pytest.raises(ValueError, match="inferred from the data .* more than 2\\^20") as err:
+            PrivateRowNormScaler(grid_ratio=1 + 1e-9, random_state=0).fit(X)
+    assert "1.23" not in str(err.value) and "987" not in str(err.value)
+
+
+def test_huge_epsilon_is_clamped_and_still_selects_the_optimum():
+    """epsilon above 2^42 made p = floor(epsilon 2^20) exceed 2^62, every gap was capped to 0
+    and the choice was uniform (half the releases below the optimum set); epsilon = 1e13
+    overflowed int64 after the charge. The selection now uses min(epsilon, 2^40); the
+    requested epsilon is charged and reported (conservative)."""
+    from skdp.preprocessing._norm import MAX_SELECTION_EPSILON
+
+    X = np.ones((1000, 1))  # every candidate >= 1 is optimal, every one below is 950 rows off
+    for eps in (5e12, 1e13, 1e300):
+        ledger = BudgetLedger(1e308, 0.0)
+        picks = [PrivateRowNormScaler(epsilon=eps, norm_range=(0.01, 100.0), random_state=s,
+                                      accountant=ledger).fit(X) for s in range(60)]
+        assert all(t.norm_ >= 1.0 for t in picks)
+        assert all(t.privacy_spent_.epsilon == eps for t in picks)
+        assert ledger.spent.epsilon == pytest.approx(60 * eps)
+    # a gap of one row is accepted with probability exp(-2^39) at the cap: the maximiser wins
+    u = np.array([-1, 0, -1, -2, -1000])
+    for seed in range(20):
+        assert permute_and_flip(u, 1e20, np.random.default_rng(seed)) == 1
+        assert (permute_and_flip(u, 1e20, np.random.default_rng(seed))
+                == permute_and_flip(u, MAX_SELECTION_EPSILON, np.random.default_rng(seed)))

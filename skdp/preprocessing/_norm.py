@@ -15,6 +15,11 @@ Derivation (replace-one neighbours, n public)
 ratio ``r = grid_ratio`` give the public candidates ``c_j = lower r^j``,
 ``j = 0, ..., m`` with ``m = ceil(log(upper / lower) / log r)`` (``c_m >=
 upper``). The target rank is ``t = floor(quantile n)`` (public: n is public).
+``m + 1`` is computed from the public settings before the budget is charged
+and must not exceed ``2^20`` (:data:`MAX_CANDIDATES`: the candidates and
+their counts take 16 bytes each), and ``c_m`` (computed as ``lower * r^m``)
+must be finite; otherwise the fit refuses before the charge
+(:func:`check_grid`).
 
 *Utility.* ``u_j = -|N_j - t|`` with ``N_j = #{i : ||x_i|| <= c_j}``.
 Replacing one record changes every ``N_j`` by at most 1, so every ``u_j``
@@ -30,14 +35,25 @@ mechanism at the same ``eps'``. Its output is one public candidate, so its
 release is exact: no floating-point noise reaches it.
 
 *Exact sampling.* ``eps' <= epsilon`` is the largest fraction
-``p / 2^20`` not above ``epsilon`` (``eps'`` smaller than ``epsilon`` only
-strengthens the guarantee; the loss is below ``2^-20``), the utilities are
-integers, so every acceptance probability is ``exp(-num / den)`` with
-integers ``num = p (u* - u_j)`` and ``den = 2^21``, drawn exactly by
-Canonne, Kamath & Steinke (2020, Algorithm 1) with integer arithmetic only
+``p / 2^20`` not above ``min(epsilon, 2^40)`` (:data:`MAX_SELECTION_EPSILON`;
+``eps'`` smaller than ``epsilon`` only strengthens the guarantee: the
+release is ``eps'``-DP, hence ``epsilon``-DP, and the fit reports and
+charges the requested ``epsilon``, which is conservative; below ``2^40`` the
+loss is under ``2^-20``). The utilities are integers, so every acceptance
+probability is ``exp(-num / den)`` with integers ``num = p (u* - u_j)`` and
+``den = 2^21``, drawn exactly by Canonne, Kamath & Steinke (2020,
+Algorithm 1) with integer arithmetic only
 (:func:`skdp.mechanisms._discrete.bernoulli_exp_neg_fraction`, after
-splitting ``num / den`` into whole and fractional parts). The permutation
-comes from ``Generator.permutation`` (uniform integer draws).
+splitting ``num / den`` into whole and fractional parts). To keep ``num``
+below ``2^62`` (int64) the gaps are capped at ``C = floor((2^62 - 1) / p)``:
+this is permute-and-flip, exactly, on the utility ``max(u_j, u* - C)``,
+which still moves by at most 1 between neighbours (``u*`` and ``u_j`` both
+do), so the guarantee is unchanged, and a capped candidate is accepted with
+probability ``exp(-p C / 2^21) <= exp(-2^40)`` (sensitivity 1; ``p <= 2^60``
+gives ``C >= 3`` and ``p C > 2^62 - 1 - p >= 2^61``). Without the clamp of
+epsilon, ``p`` above ``2^62`` (epsilon above ``2^42``) would make ``C = 0``:
+every gap zero and the choice uniform. The permutation comes from ``Generator.permutation``
+(uniform integer draws).
 
 *Accuracy.* With probability at least ``1 - beta`` the released candidate's
 rank error is at most ``2 (ln(m + 1) + ln(1 / beta)) / eps'`` rows (the
@@ -82,16 +98,61 @@ __all__ = ["PrivateRowNormScaler", "permute_and_flip", "norm_candidates"]
 #: denominator of the rational epsilon used by the exact sampler
 _EPS_BITS = 20
 
+#: the largest epsilon the selection uses (a larger one is clamped to it: see the module
+#: docstring); at 2^40 a candidate one row worse than the best is accepted with probability
+#: exp(-2^39)
+MAX_SELECTION_EPSILON = 2.0**40
+
+#: the most candidates a fit searches (public settings beyond it are refused before the charge)
+MAX_CANDIDATES = 2**20
+
+
+def _grid_size(lower, upper, grid_ratio):
+    """``m``, the index of the first candidate ``lower * grid_ratio**m`` at or above ``upper``
+    (a Python int, whatever its size: nothing is allocated)."""
+    span = upper / lower
+    log_span = math.log(span) if math.isfinite(span) else math.log(upper) - math.log(lower)
+    return max(0, math.ceil(log_span / math.log(grid_ratio) - 1e-12))
+
+
+def check_grid(lower, upper, grid_ratio, *, inferred=False):
+    """The number of candidates ``m + 1`` of a grid, after refusing one that is too large
+    (more than :data:`MAX_CANDIDATES`) or whose last candidate overflows float64.
+
+    For a public ``norm_range`` this runs before the charge and the message
+    quotes the settings. ``inferred=True``: the range was read from the
+    private data (``norm_range=None``), so the message quotes none of it.
+    """
+    m = _grid_size(lower, upper, grid_ratio)
+    what = ("the norm_range inferred from the data" if inferred
+            else f"norm_range={(lower, upper)}")
+    if m + 1 > MAX_CANDIDATES:
+        count = "more than 2^20" if inferred else str(m + 1)
+        raise ValueError(
+            f"{what} with grid_ratio={grid_ratio} gives {count} candidates; at most "
+            f"{MAX_CANDIDATES} (2^20) are searched. Increase grid_ratio or pass a narrower "
+            "public norm_range.")
+    with np.errstate(over="ignore"):
+        last = lower * np.float64(grid_ratio) ** m
+    if not np.isfinite(last):
+        raise ValueError(f"The candidates lower * grid_ratio**j of {what} with grid_ratio="
+                         f"{grid_ratio} overflow float64 (grid_ratio**j reaches upper / lower, "
+                         "which must stay below the float64 maximum): pass a narrower public "
+                         "norm_range.")
+    return m + 1
+
 
 def norm_candidates(lower, upper, grid_ratio):
     """The public candidates ``lower * grid_ratio**j`` up to the first at or above ``upper``."""
-    m = max(0, math.ceil(math.log(upper / lower) / math.log(grid_ratio) - 1e-12))
+    m = check_grid(lower, upper, grid_ratio) - 1
     return lower * grid_ratio ** np.arange(m + 1, dtype=np.float64)
 
 
 def _rational_epsilon(epsilon):
-    """``(p, 2^20)`` with ``p / 2^20 <= epsilon``, the largest such fraction (``p >= 1``)."""
-    p = math.floor(Fraction(float(epsilon)) * 2**_EPS_BITS)
+    """``(p, 2^20)`` with ``p / 2^20 <= min(epsilon, MAX_SELECTION_EPSILON)``, the largest such
+    fraction (``p >= 1``)."""
+    eps = Fraction(float(epsilon))
+    p = math.floor(min(eps, Fraction(MAX_SELECTION_EPSILON)) * 2**_EPS_BITS)
     if p < 1:
         raise ValueError("epsilon is below 2^-20: too small for the exact selection.")
     return p, 2**_EPS_BITS
@@ -115,7 +176,8 @@ def _bernoulli_exp(num, den, rng):
 def permute_and_flip(utility, epsilon, rng, sensitivity=1):
     """Index chosen by permute-and-flip (McKenna & Sheldon 2020) from integer utilities.
 
-    ``eps' = p / 2^20 <= epsilon``; candidate ``j`` is accepted with
+    ``eps' = p / 2^20 <= min(epsilon, 2^40)`` (:data:`MAX_SELECTION_EPSILON`: a
+    smaller epsilon only strengthens the guarantee); candidate ``j`` is accepted with
     probability ``exp(-eps' (u* - u_j) / (2 sensitivity))`` (exact, integer
     arithmetic only) in a uniformly random order. ``utility`` must be
     integers and ``sensitivity`` a positive integer.
@@ -126,8 +188,8 @@ def permute_and_flip(utility, epsilon, rng, sensitivity=1):
     p, den = _rational_epsilon(epsilon)
     gap = (u.max() - u).astype(np.int64)
     order = rng.permutation(u.size)
-    if int(gap.max()) * p >= 2**62:  # such candidates are accepted with probability < e^-2^40
-        gap = np.minimum(gap, (2**62 - 1) // p)
+    if int(gap.max()) * p >= 2**62:  # capped gaps: accepted with probability <= e^-2^40, and
+        gap = np.minimum(gap, (2**62 - 1) // p)  # still eps'-DP (module docstring)
     accept = _bernoulli_exp(gap[order] * p, 2 * int(sensitivity) * den, rng)
     return int(order[int(np.argmax(accept))])  # the maximiser accepts surely
 
@@ -151,7 +213,10 @@ class PrivateRowNormScaler(OneToOneFeatureMixin, TransformerMixin, PrivateEstima
         are clipped (their direction is kept); a lower quantile clips more
         rows but lets the estimator add less noise relative to the rest.
     epsilon : float, default=0.1
-        Privacy budget of the quantile (pure, delta = 0).
+        Privacy budget of the quantile (pure, delta = 0). The selection uses
+        at most ``2^40`` (a larger value is clamped, which only strengthens
+        the guarantee); ``privacy_spent_`` and the ledger record the
+        requested ``epsilon``.
     norm_range : (float, float) or None, default=None
         Public range ``(lower, upper)``, ``0 < lower < upper``, searched for
         the quantile. A quantile below ``lower`` is reported as ``lower``,
@@ -159,7 +224,9 @@ class PrivateRowNormScaler(OneToOneFeatureMixin, TransformerMixin, PrivateEstima
         inferred from the data (smallest positive and largest row norm)
         with :class:`~skdp.PrivacyLeakWarning`; stored in ``norm_range_``.
     grid_ratio : float > 1, default=2**(1/16)
-        Ratio of consecutive candidates (resolution: about 4.4%).
+        Ratio of consecutive candidates (resolution: about 4.4%). With
+        ``norm_range``, at most ``2^20`` candidates (``MAX_CANDIDATES``): a
+        finer grid is refused before the budget is charged.
     accountant : object with a ``spend`` method or None, default=None
         Ledger charged ``(epsilon, 0)`` before the data is read.
     random_state : None, int or numpy.random.Generator, default=None
@@ -227,7 +294,7 @@ class PrivateRowNormScaler(OneToOneFeatureMixin, TransformerMixin, PrivateEstima
         super()._check_public(n_samples, n_features)
         _rational_epsilon(self.epsilon)
         if self.norm_range is not None:
-            _check_range(self.norm_range)
+            check_grid(*_check_range(self.norm_range), float(self.grid_ratio))
 
     @private_fit
     @_fit_context(prefer_skip_nested_validation=True)
@@ -255,6 +322,7 @@ class PrivateRowNormScaler(OneToOneFeatureMixin, TransformerMixin, PrivateEstima
             _leak_warning(self, "norm_range", "norm_range_", what="search range")
         else:
             lower, upper = _check_range(self.norm_range)
+        check_grid(lower, upper, float(self.grid_ratio), inferred=self.norm_range is None)
         cand = norm_candidates(lower, upper, float(self.grid_ratio))
         counts = np.searchsorted(np.sort(norms), cand, side="right").astype(np.int64)
         t = int(math.floor(float(self.quantile) * n))
