@@ -467,10 +467,44 @@ def test_scale_by_bounds_then_sqrt_d():
     (dict(bounds=(0.0, 1.0), one_hot_blocks=-1), "one_hot_blocks"),
     (dict(bounds=(0.0, 1.0), scale=0.0), "scale"),
     (dict(bounds=(0.0, np.nan)), "finite"),
+    # arrays of different lengths were broadcast silently
+    (dict(bounds=([0.0, 0.0], [1.0])), "same length"),
+    (dict(bounds=([0.0], [1.0, 2.0])), "same length"),
+    # a norm beyond float64 was inf with a RuntimeWarning
+    (dict(bounds=([-1.5e308, -1.5e308], [1.5e308, 1.5e308])), "float64 maximum"),
+    (dict(bounds=([-1e200], [1e200]), scale=1e200), "float64 maximum"),
 ])
 def test_data_norm_from_bounds_bad_input(kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        data_norm_from_bounds(**kwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning on the way
+        with pytest.raises(ValueError, match=match):
+            data_norm_from_bounds(**kwargs)
+
+
+def test_data_norm_from_bounds_scales_before_squaring():
+    """Bounds whose squares overflow (or underflow) but whose norm is representable."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert data_norm_from_bounds(([-1e200], [1e200])) == 1e200
+        assert data_norm_from_bounds(([-1e308, 0.0], [1e308, 1e308])) == pytest.approx(
+            math.sqrt(2) * 1e308)
+        assert data_norm_from_bounds((0.0, 1e-200)) == 1e-200
+        assert data_norm_from_bounds(([-1e-200], [1e-200]), one_hot_blocks=1) == 1.0
+        assert data_norm_from_bounds(([-1e200], [1e200]), scale=1e-150) == pytest.approx(1e50)
+
+
+@pytest.mark.parametrize("bounds", [([1.2e308], [1.6e308]), ([-1.6e308], [-1.2e308])])
+def test_scaler_bounds_near_the_float64_limit_refused_before_the_charge(bounds):
+    """|a| + |b| overflowing made the sensitivity inf: "l2_sensitivity must be finite", after the
+    charge (the width b - a alone was checked)."""
+    ledger = BudgetLedger(10.0, 0.0)
+    est = PrivateStandardScaler(epsilon=1.0, bounds=bounds, accountant=ledger, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"too large to compute with in float64"):
+            est.fit(np.full((100, 1), bounds[0][0]))
+    assert ledger.spends == [] and ledger.spent.epsilon == 0.0
+    assert not [k for k in vars(est) if k.endswith("_") and not k.startswith("__")]
 
 
 # ----------------------------------------------------------------------

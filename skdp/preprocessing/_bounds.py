@@ -15,6 +15,8 @@ columns: the block adds at most 1 to ``||x||^2``, however many categories it
 has (not 1 per column).
 """
 
+import math
+
 import numpy as np
 
 from .._validation import check_positive_finite
@@ -25,11 +27,14 @@ __all__ = ["data_norm_from_bounds", "scale_by_bounds"]
 def _as_bounds(bounds, name="bounds"):
     if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:
         raise ValueError(f"{name} must be a pair (lower, upper), got {bounds!r}.")
-    lower = np.atleast_1d(np.asarray(bounds[0], dtype=np.float64))
-    upper = np.atleast_1d(np.asarray(bounds[1], dtype=np.float64))
-    if lower.ndim != 1 or upper.ndim != 1:
+    lower = np.asarray(bounds[0], dtype=np.float64)
+    upper = np.asarray(bounds[1], dtype=np.float64)
+    if lower.ndim > 1 or upper.ndim > 1:
         raise ValueError(f"{name}: lower and upper must be scalars or 1-D arrays.")
-    lower, upper = np.broadcast_arrays(lower, upper)
+    if lower.ndim == 1 and upper.ndim == 1 and lower.shape != upper.shape:
+        raise ValueError(f"{name}: lower and upper must have the same length (got "
+                         f"{lower.shape[0]} and {upper.shape[0]}); only a scalar is broadcast.")
+    lower, upper = np.broadcast_arrays(np.atleast_1d(lower), np.atleast_1d(upper))
     if not (np.all(np.isfinite(lower)) and np.all(np.isfinite(upper))):
         raise ValueError(f"{name} must be finite.")
     if np.any(lower > upper):
@@ -53,7 +58,8 @@ def data_norm_from_bounds(bounds=None, *, one_hot_blocks=0, scale=1.0):
         Public bounds of the numeric columns *as they enter the estimator*
         (after any public transformation): scalars or 1-D arrays of equal
         length (a scalar is broadcast, so give arrays when there is more
-        than one column). None if there are no numeric columns.
+        than one column; arrays of different lengths raise). None if there
+        are no numeric columns.
     one_hot_blocks : int, default=0
         Number of categorical features encoded one-hot (blocks, not columns).
     scale : float, default=1.0
@@ -62,6 +68,9 @@ def data_norm_from_bounds(bounds=None, *, one_hot_blocks=0, scale=1.0):
     Returns
     -------
     data_norm : float
+        Finite: bounds whose norm exceeds the float64 maximum raise
+        ``ValueError`` (the squares are scaled, so tiny or huge bounds whose
+        norm is representable are fine).
 
     Examples
     --------
@@ -73,18 +82,30 @@ def data_norm_from_bounds(bounds=None, *, one_hot_blocks=0, scale=1.0):
     >>> data_norm_from_bounds(([0, -3], [2, 1]))  # sqrt(2^2 + 3^2)
     3.605551275463989
     """
-    total = 0.0
+    peaks = np.zeros(0)
     if bounds is not None:
         lower, upper = _as_bounds(bounds)
-        total += float(np.sum(np.maximum(np.abs(lower), np.abs(upper)) ** 2))
+        peaks = np.maximum(np.abs(lower), np.abs(upper))
     if isinstance(one_hot_blocks, bool) or not isinstance(one_hot_blocks, (int, np.integer)) \
             or one_hot_blocks < 0:
         raise ValueError(f"one_hot_blocks must be a non-negative int, got {one_hot_blocks!r}.")
-    total += int(one_hot_blocks)
+    blocks = int(one_hot_blocks)
     scale = check_positive_finite(scale, "scale")
-    if total == 0.0:
+    # squares taken after dividing by the power of two 2^k with 2^k <= max term < 2^(k+1):
+    # exact scaling, so the result is the unscaled formula's wherever that neither overflows
+    # nor underflows, and finite whenever the norm is
+    top = max(float(peaks.max(initial=0.0)), 1.0 if blocks else 0.0)
+    if top == 0.0:
         raise ValueError("the bounds imply rows of norm 0: give non-zero bounds or one-hot blocks.")
-    return float(np.sqrt(total) * scale)
+    k = math.frexp(top)[1] - 1
+    unit = math.ldexp(1.0, k)
+    total = float(np.sum((peaks / unit) ** 2)) + math.ldexp(blocks, -2 * k)
+    with np.errstate(over="ignore"):
+        norm = float(np.sqrt(total) * unit * scale)
+    if not math.isfinite(norm):
+        raise ValueError("the bounds imply a row norm above the float64 maximum: give smaller "
+                         "bounds or a smaller scale.")
+    return norm
 
 
 def scale_by_bounds(X, bounds):

@@ -299,8 +299,12 @@ def _check_bounds(bounds, n_features, estimator):
     lower, upper = out
     if np.any(lower > upper):
         raise ValueError(f"{name}: every lower bound must be <= its upper bound.")
-    if np.any(upper - lower > np.finfo(np.float64).max / 4):
-        raise ValueError(f"{name}: bounds are too wide to compute with in float64.")
+    with np.errstate(over="ignore"):  # the midpoint (a + b) / 2 and rho need |a| + |b| finite
+        too_large = ~np.isfinite(np.abs(lower) + np.abs(upper))
+    if np.any(upper - lower > np.finfo(np.float64).max / 4) or np.any(too_large):
+        raise ValueError(f"{name}: bounds are too wide or too large to compute with in float64 "
+                         "(b - a must stay below a quarter of the float64 maximum and |a| + |b| "
+                         "finite).")
     return lower, upper
 
 
@@ -346,8 +350,10 @@ class PrivateStandardScaler(PrivateEstimatorMixin, OneToOneFeatureMixin, Transfo
         less noise for many features.
     bounds : tuple (lower, upper) or None, default=None
         Public bounds of every feature: each of ``lower`` and ``upper`` a
-        scalar or an array of shape (n_features,), with ``lower <= upper``.
-        Values outside are clipped for the fit (never reported). They must
+        scalar or an array of shape (n_features,), with ``lower <= upper``,
+        finite, and ``|lower| + |upper|`` finite in float64 (checked before
+        the budget is charged). Values outside are clipped for the fit
+        (never reported). They must
         not be computed from the private data: take them from a data
         dictionary, the domain (ages in [0, 120]) or a public dataset. If
         None they are inferred from the data with a
