@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from .exceptions import PrivacyLeakWarning
+from .exceptions import BudgetExceededError, PrivacyLeakWarning
 
 __all__ = [
     "check_epsilon_delta",
@@ -435,6 +435,8 @@ def call_without_values(fn, *args, name="X", **kwargs):
     """
     try:
         return fn(*args, **kwargs)
+    except BudgetExceededError:
+        raise  # a ledger's refusal: its message has public values only
     except (ValueError, TypeError) as exc:
         if isinstance(name, tuple):
             which = name[1] if _failed_in_y(exc) else name[0]

@@ -931,3 +931,30 @@ def test_search_cost_refuses_delta_none_with_group_splits():
     # an explicit delta needs no training size: priced
     gs.set_params(estimator__delta=1e-6)
     assert search_cost(gs, X, y, groups=np.arange(200) % 5).delta == pytest.approx(3e-6)
+
+
+def test_search_run_errors_carry_no_value_and_y_structure_comes_first():
+    """An allowed stateless step validates the private rows with scikit-learn's messages, which
+    quote a bad cell: the search re-raises them without values. A y with two columns for a
+    single-output estimator is refused before the charge."""
+    from sklearn.preprocessing import Normalizer
+
+    from skdp import PrivateLogisticRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3)).astype(object)
+    X[5, 1] = "SSN 123-45-6789"
+    y = (rng.normal(size=400) > 0).astype(int)
+    est = make_pipeline(Normalizer(), PrivateLogisticRegression(data_norm=1.0, classes=[0, 1]))
+    search = PrivateGridSearchCV(est, {"privatelogisticregression__C": [0.1, 1.0]}, epsilon=1.0,
+                                 random_state=0)
+    with pytest.raises(ValueError) as exc:
+        search.fit(X, y)
+    assert "SSN" not in str(exc.value) and exc.value.__context__ is None
+    assert exc.value.__cause__ is None
+    ledger = BudgetLedger(10.0, 1e-3)
+    search = PrivateGridSearchCV(PrivateLogisticRegression(data_norm=1.0, classes=[0, 1]),
+                                 {"C": [0.1, 1.0]}, epsilon=1.0, accountant=ledger, random_state=0)
+    with pytest.raises(ValueError, match="1d array"):
+        search.fit(rng.normal(size=(400, 3)), np.c_[y, y])
+    assert ledger.spends == []

@@ -22,12 +22,14 @@ from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.model_selection import ParameterGrid
 from sklearn.preprocessing import FunctionTransformer, Normalizer
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted, indexable
 
 from .._budget import PrivacyBudget
 from .._stats import check_weight_structure, rounding_gamma
-from .._validation import check_generator, check_public_structure, seed_entropy
+from .._validation import (call_without_values, check_generator, check_public_structure,
+                           seed_entropy)
 from ..base import BOUND_PARAMETERS, PrivateEstimatorMixin, private_fit
 from ..mechanisms import Query, calibrate
 from ._cost import (_leaf_steps, _private_steps, selection_run_budget, truncated_negative_binomial_gamma,
@@ -221,7 +223,10 @@ def _fit_run(est, seed_seq, X, y, fit_params):
     est.set_params(**{name: int(child.generate_state(1, np.uint32)[0] & 0x7FFFFFFF)
                       for name, child in zip(names, children)})
     try:
-        est.fit(X, y, **fit_params)
+        # the private steps' errors carry no value; an allowed stateless step (Normalizer,
+        # FunctionTransformer) validates the rows with scikit-learn's messages, which may
+        # quote a cell: re-raised without values like every validation of private data
+        call_without_values(est.fit, X, y, name=("X", "y"), **fit_params)
     finally:
         est.set_params(**{name: None for name in names})
     return est
@@ -647,7 +652,10 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         candidates, run, refit_budget = self._plan()
         lo, hi = self._score_range()
         ledger = self._ledger()
-        n, d = check_public_structure(X, y, estimator=self)  # structure only, before the charge
+        # structure only, before the charge; the inner estimator's tags say whether y is
+        # required and whether it may have several columns
+        n, d = check_public_structure(X, y, estimator=self.estimator,
+                                      requires_y=get_tags(self.estimator).target_tags.required)
         if n is None:
             X, y = indexable(X, y)
             n = len(y) if y is not None else X.shape[0]
