@@ -129,7 +129,10 @@ def leverage_scores(X, *, sigma=0.0, chunk_size=None):
         rank = int(np.sum(s > s.max(initial=0.0) * max(n, d) * np.finfo(float).eps)) if s.size else 0
         U = U[:, :rank]
         return np.einsum("ij,ij->i", U, U)
-    cf = linalg.cho_factor(_regularized_gram(X, sigma, chunk_size=chunk_size), lower=True)
+    try:
+        cf = linalg.cho_factor(_regularized_gram(X, sigma, chunk_size=chunk_size), lower=True)
+    except linalg.LinAlgError:  # rank-deficient X at sigma = 0: the projection, by the SVD
+        return leverage_scores(X, sigma=sigma, chunk_size=None)
     out = np.empty(n)
     for start in range(0, n, chunk_size):
         B = X[start:start + chunk_size]

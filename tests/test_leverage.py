@@ -67,6 +67,16 @@ def test_rank_deficient_leverage_is_one_for_isolated_row():
     np.testing.assert_allclose(leverage_scores(X)[2], 1.0)
 
 
+def test_chunked_leverage_of_a_rank_deficient_matrix():
+    """The chunked path (Cholesky of the Gram matrix) falls back to the projection when the
+    unregularised Gram matrix is singular (it raised LAPACK's LinAlgError)."""
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((50, 3))
+    X[:, 2] = X[:, 1]
+    np.testing.assert_allclose(leverage_scores(X, chunk_size=7), leverage_scores(X), atol=1e-12)
+    assert leverage_scores(X, chunk_size=7).sum() == pytest.approx(2.0)  # rank 2
+
+
 def test_residual_scores_prop4():
     rng = np.random.default_rng(1)
     X = rng.standard_normal((30, 3))
