@@ -3,9 +3,12 @@
 For a few representative queries this prints, for every registered mechanism
 that can answer, the per-entry RMS noise (sqrt(E||noise||^2 / size)), the
 expected squared error E||noise||^2, whether the guarantee is verified, and
-which mechanism ``mechanism="auto"`` selects. Unverified mechanisms (R1SMG,
-product noise) are shown for comparison only and are marked NOT DP: their
-claimed error is small precisely because their privacy claim fails.
+which mechanism ``mechanism="auto"`` selects. Unverified mechanisms are
+shown for comparison only and marked NOT DP: R1SMG and product noise (their
+papers' privacy claims fail an audit; their claimed error is small precisely
+because of that), Gamma-norm, MVG and the ``*_continuous`` mechanisms (their
+floating-point noise is told apart on neighbouring inputs by an attack on
+the low bits of the release).
 
 Run: ``python3 examples/demo_mechanisms.py``
 """
@@ -61,7 +64,7 @@ def mechanism_table():
 
 def main():
     rows = mechanism_table()
-    header = f"{'query':<32} {'mechanism':<18} {'RMS noise/entry':>16} {'E||noise||^2':>13}  {'guarantee':<10} auto"
+    header = f"{'query':<32} {'mechanism':<30} {'RMS noise/entry':>16} {'E||noise||^2':>13}  {'guarantee':<10} auto"
     print(header)
     print("-" * len(header))
     last = None
@@ -69,12 +72,14 @@ def main():
         if last is not None and qname != last:
             print()
         print(
-            f"{qname if qname != last else '':<32} {name:<18} {rms:>16.4g} {mse:>13.4g}  "
+            f"{qname if qname != last else '':<32} {name:<30} {rms:>16.4g} {mse:>13.4g}  "
             f"{'DP' if verified else 'NOT DP':<10} {'<-- auto' if chosen else ''}"
         )
         last = qname
     print("\n'gaussian' (classic) is shown at epsilon=0.99 where epsilon >= 1 (its theorem needs epsilon < 1).")
-    print("NOT DP: the paper's privacy claim fails an audit (see doc/); never selected by 'auto'.")
+    print("NOT DP: the paper's privacy claim fails an audit (r1smg, product_noise), or its "
+          "floating-point noise is told apart by an attack on the release's low bits (gamma_norm, "
+          "mvg, *_continuous); never selected by 'auto' (see doc/).")
 
 
 if __name__ == "__main__":
