@@ -42,6 +42,7 @@ import functools
 from numbers import Integral, Real
 
 import numpy as np
+from sklearn.preprocessing import FunctionTransformer, Normalizer
 from sklearn.utils._param_validation import HasMethods, Interval
 
 from ._budget import PrivacyBudget
@@ -88,6 +89,13 @@ def for_release(estimator):
     the experiment used. A third-party meta-estimator that keeps derived
     seeds under another name is not known to it: check such a copy.
 
+    A fitted step that is neither private nor stateless (a ``StandardScaler``
+    fitted on the private rows keeps their mean and scale; a meta-estimator
+    such as ``OneVsRestClassifier`` keeps the classes it saw) is copied as
+    it is, with a :class:`~skdp.PrivacyLeakWarning` naming it: its fitted
+    attributes were computed from the data without noise. Steps fitted on
+    public data can be wrapped in ``sklearn.frozen.FrozenEstimator``.
+
     A scikit-learn search (``GridSearchCV``, ``RandomizedSearchCV``, any
     ``BaseSearchCV``), at the top or anywhere inside, is refused with a
     ``TypeError``: its ``cv_results_`` and ``best_score_`` are exact scores
@@ -123,7 +131,7 @@ def for_release(estimator):
 
     seedlike = (np.random.Generator, np.random.RandomState, np.random.SeedSequence,
                 np.random.BitGenerator, _LedgerMixin)
-    objects, seen = [out], set()
+    objects, seen, not_private, frozen = [out], set(), [], set()
     while objects:
         obj = objects.pop()
         if id(obj) in seen:
@@ -139,6 +147,8 @@ def for_release(estimator):
                 "skdp.model_selection.PrivateGridSearchCV, whose scores are noised and covered "
                 "by its guarantee."
             )
+        if id(obj) not in frozen and _keeps_unprotected_fit(obj):
+            not_private.append(type(obj).__name__)
         params = obj.get_params(deep=False)
         for key in ("random_state", "accountant"):
             if key in params and params[key] is not None:
@@ -148,9 +158,76 @@ def for_release(estimator):
             # seeds scikit-learn's bagging ensembles keep for their members (_seeds)
             if isinstance(value, seedlike) or key in _SEED_ATTRIBUTES:
                 setattr(obj, key, None)
-        for value in list(params.values()) + list(vars(obj).values()):
-            objects.extend(_estimators_in(value))
+        inner = [e for value in list(params.values()) + list(vars(obj).values())
+                 for e in _estimators_in(value)]
+        if id(obj) in frozen or isinstance(obj, _frozen_types()):
+            frozen.update(id(e) for e in inner)  # fitted elsewhere (on public data), not here
+        objects.extend(inner)
+    if not_private:
+        import warnings
+
+        from .exceptions import PrivacyLeakWarning
+
+        warnings.warn(
+            f"for_release: the copy holds fitted steps that are not private "
+            f"({', '.join(sorted(set(not_private)))}): their fitted attributes were computed "
+            "from the data they were fitted on without noise, and publishing the copy publishes "
+            "them. Fit such steps on public data (sklearn.frozen.FrozenEstimator) or use "
+            "skdp.preprocessing's private scalers.",
+            PrivacyLeakWarning, stacklevel=2)
     return out
+
+
+def _frozen_types():
+    """``(sklearn.frozen.FrozenEstimator,)``, or ``()`` where scikit-learn has none (< 1.6.1)."""
+    try:
+        from sklearn.frozen import FrozenEstimator
+    except ImportError:
+        return ()
+    return (FrozenEstimator,)
+
+
+def _keeps_unprotected_fit(obj):
+    """Whether ``obj`` is a fitted scikit-learn estimator whose fitted attributes are neither a
+    DP release nor public: not private, not a container that fits only its steps (Pipeline,
+    ColumnTransformer, FeatureUnion, FrozenEstimator, PrivateGridSearchCV), not stateless."""
+    from sklearn.base import BaseEstimator
+    from sklearn.compose import ColumnTransformer
+    from sklearn.exceptions import NotFittedError
+    from sklearn.pipeline import FeatureUnion, Pipeline
+    from sklearn.utils.validation import check_is_fitted
+
+    from .model_selection import PrivateGridSearchCV
+
+    containers = (Pipeline, ColumnTransformer, FeatureUnion, PrivateGridSearchCV) + _frozen_types()
+    if (not isinstance(obj, BaseEstimator) or isinstance(obj, (PrivateEstimatorMixin,) + containers)
+            or _fits_nothing(obj)):
+        return False
+    try:
+        check_is_fitted(obj)
+    except (NotFittedError, TypeError):
+        return False
+    return True
+
+
+
+def _fits_nothing(step):
+    """Whether a non-private step keeps nothing computed from the rows it is fitted on.
+
+    A short list of scikit-learn's stateless transformers (exact types: a
+    subclass may learn in ``fit``): ``Normalizer`` (each row scaled by its own
+    norm), and ``FunctionTransformer`` unless its ``fit`` round-trips private
+    rows through ``inverse_func`` (``check_inverse`` with both functions
+    given), which warns or not depending on their values. Both learn only
+    the structure of X (``n_features_in_``, ``feature_names_in_``), which
+    is public.
+    """
+    if type(step) is Normalizer:
+        return True
+    if type(step) is FunctionTransformer:
+        return not (step.check_inverse and step.func is not None
+                    and step.inverse_func is not None)
+    return False
 
 
 

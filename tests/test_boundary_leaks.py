@@ -748,3 +748,39 @@ def test_dask_input_errors_carry_no_value_of_the_data():
         PrivateOLS(data_norm=1.0, label_bound=1.0, delta=1e-6, accountant=ledger).fit(
             X, np.zeros(39))
     assert len(ledger.spends) == spent
+
+
+def test_for_release_warns_about_fitted_steps_that_are_not_private():
+    """A StandardScaler (or a one-vs-rest wrapper) fitted on the private rows keeps values
+    computed without noise: the copy is made, with a PrivacyLeakWarning naming the step; private,
+    stateless and frozen steps do not warn."""
+    import warnings
+
+    from sklearn.multiclass import OneVsRestClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import Normalizer, StandardScaler
+
+    from skdp import PrivacyLeakWarning, PrivateLogisticRegression, PrivatePCA, for_release
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3)) / 3
+    y = rng.integers(0, 3, size=300)
+    leaky = [make_pipeline(StandardScaler(), PrivatePCA(2, data_norm=1.0, random_state=0)).fit(X),
+             OneVsRestClassifier(PrivateLogisticRegression(data_norm=1.0, classes=[0, 1],
+                                                           random_state=0)).fit(X, y)]
+    for est, name in zip(leaky, ("StandardScaler", "OneVsRestClassifier")):
+        with pytest.warns(PrivacyLeakWarning, match=name):
+            for_release(est)
+    clean = [PrivatePCA(2, data_norm=1.0, random_state=0).fit(X),
+             make_pipeline(Normalizer(), PrivatePCA(2, data_norm=1.0, random_state=0)).fit(X)]
+    try:
+        from sklearn.frozen import FrozenEstimator
+
+        frozen = FrozenEstimator(StandardScaler().fit(rng.normal(size=(50, 3))))
+        clean.append(make_pipeline(frozen, PrivatePCA(2, data_norm=1.0, random_state=0)).fit(X))
+    except ImportError:
+        pass
+    for est in clean:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", PrivacyLeakWarning)
+            for_release(est)

@@ -20,7 +20,7 @@ from numbers import Real
 import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.model_selection import ParameterGrid
-from sklearn.preprocessing import FunctionTransformer, Normalizer
+from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
@@ -30,7 +30,7 @@ from .._budget import PrivacyBudget
 from .._stats import check_weight_structure, rounding_gamma
 from .._validation import (call_without_values, check_generator, check_public_structure,
                            seed_entropy)
-from ..base import BOUND_PARAMETERS, PrivateEstimatorMixin, private_fit
+from ..base import BOUND_PARAMETERS, PrivateEstimatorMixin, _fits_nothing, private_fit
 from ..mechanisms import Query, calibrate
 from ._cost import (_leaf_steps, _private_steps, selection_run_budget, truncated_negative_binomial_gamma,
                     truncated_negative_binomial_mean)
@@ -159,25 +159,6 @@ def _with_budget(estimator, epsilon, delta):
         if "accountant" in own:
             params[prefix + "accountant"] = None
     return est.set_params(**params)
-
-
-def _fits_nothing(step):
-    """Whether a non-private step keeps nothing computed from the rows it is fitted on.
-
-    A short list of scikit-learn's stateless transformers (exact types: a
-    subclass may learn in ``fit``): ``Normalizer`` (each row scaled by its own
-    norm), and ``FunctionTransformer`` unless its ``fit`` round-trips private
-    rows through ``inverse_func`` (``check_inverse`` with both functions
-    given), which warns or not depending on their values. Both learn only
-    the structure of X (``n_features_in_``, ``feature_names_in_``), which
-    is public.
-    """
-    if type(step) is Normalizer:
-        return True
-    if type(step) is FunctionTransformer:
-        return not (step.check_inverse and step.func is not None
-                    and step.inverse_func is not None)
-    return False
 
 
 def _check_steps(est):
