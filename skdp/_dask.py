@@ -116,12 +116,23 @@ class _BlockError(ValueError):
     """
 
 
-def _convert_block(block, name, dtype):
-    """One block as an ndarray of ``dtype`` (on a worker); a failed conversion raises
-    :class:`_BlockError` with a message that quotes no value (numpy's would quote the cell)."""
+def _as_float_rows(block):
+    """A block as a float array: float32 and float64 as held, anything else as float64 (not
+    the collection's declared dtype, which a block need not match: an int64 declaration
+    would truncate floats)."""
+    arr = np.asarray(block)
+    return arr if arr.dtype in (np.float32, np.float64) else arr.astype(np.float64)
+
+
+def _convert_block(block, name, dtype=None):
+    """One block as an ndarray of ``dtype`` (``None``: :func:`_as_float_rows`), on a worker;
+    a failed conversion raises :class:`_BlockError` with a message that quotes no value
+    (numpy's would quote the cell)."""
     from ._validation import call_without_values
 
     try:
+        if dtype is None:
+            return call_without_values(_as_float_rows, block, name=name)
         return call_without_values(np.asarray, block, dtype=dtype, name=name)
     except (ValueError, TypeError) as exc:
         err = _BlockError(str(exc))
@@ -152,16 +163,16 @@ def _compute_without_values(*collections, name):
     raise err from None  # outside the handlers: the original is not kept as __context__
 
 
-def _block_apply(fn, xb, yb, wb, params, kwargs, dtypes):
+def _block_apply(fn, xb, yb, wb, params, kwargs):
     """``fn`` of one block's ``AugmentedRows``, and whether its values were finite (on a worker).
 
-    The blocks are converted to their declared dtypes (``dtypes``: X's, and
-    float64 for ``y`` and the weights) by :func:`_convert_block`: a block
-    that does not hold what its collection declares raises without values.
+    The blocks are converted by :func:`_convert_block` (X to float as it is
+    held, ``y`` and the weights to float64): a block that holds something
+    other than numbers raises without values.
     """
     from ._stats import AugmentedRows
 
-    xb = _convert_block(xb, "X", dtypes[0])
+    xb = _convert_block(xb, "X")
     ok = bool(np.all(np.isfinite(xb)))
     if yb is not None:
         yb = _convert_block(yb, "y", np.float64)
@@ -209,8 +220,7 @@ def blockwise_sum(rows, fn, **kwargs):
     yblocks = list(rows.y.to_delayed()) if rows.y is not None else [None] * nb
     wblocks = list(rows.sqrt_w.to_delayed()) if rows.sqrt_w is not None else [None] * nb
     params = dict(data_norm=rows.data_norm, label_bound=rows.label_bound, intercept=rows.intercept)
-    dtypes = (rows.X.dtype,)
-    parts = [delayed(_block_apply)(fn, xb, yb, wb, params, kwargs, dtypes)
+    parts = [delayed(_block_apply)(fn, xb, yb, wb, params, kwargs)
              for xb, yb, wb in zip(xblocks, yblocks, wblocks)]
     (total, ok), = _compute_without_values(_tree_sum(parts), name="X, y or sample_weight")
     if not ok:
@@ -228,10 +238,10 @@ def dask_clipped_gram(X, data_norm, *, y=None, label_bound=None, intercept=None,
     return clipped_gram(rows, None, chunk_rows=chunk_rows)
 
 
-def _block_max_norm(xb, dtype):
+def _block_max_norm(xb):
     from ._stats import max_row_norm
 
-    xb = _convert_block(xb, "X", dtype)
+    xb = _convert_block(xb, "X")
     return max_row_norm(xb) if np.all(np.isfinite(xb)) else np.inf
 
 
@@ -244,7 +254,7 @@ def dask_max_row_norm(X):
     from dask import delayed
 
     X = _as_array(X, "X").rechunk({1: -1})
-    parts = [delayed(_block_max_norm)(xb, X.dtype) for xb in X.to_delayed()[:, 0]]
+    parts = [delayed(_block_max_norm)(xb) for xb in X.to_delayed()[:, 0]]
     return float(max(_compute_without_values(*parts, name="X"))) if parts else 0.0
 
 

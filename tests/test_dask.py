@@ -280,3 +280,13 @@ def test_dask_y_column_still_fits(client):
     est = PrivateOLS(method="ssp", data_norm=1.0, label_bound=1.0, random_state=0).fit(
         da.from_array(X, chunks=(100, 3)), da.from_array(y[:, None], chunks=(100, 1)))
     assert est.coef_.shape == (3,)
+
+
+def test_blocks_are_read_as_held_not_cast_to_the_declared_dtype():
+    """A collection may declare int64 and hold floats: the blocks are not truncated to the
+    declaration (the kernel read 0 for every |x| < 1)."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.9, 0.9, size=(100, 2))
+    Xd = da.from_array(X, chunks=(50, 2)).map_blocks(lambda b: b, dtype=np.int64)
+    np.testing.assert_allclose(dask_clipped_gram(Xd, 5.0), clipped_gram(X, 5.0), rtol=1e-12)
+    assert dask_max_row_norm(Xd) == pytest.approx(np.linalg.norm(X, axis=1).max(), rel=1e-12)

@@ -879,20 +879,23 @@ def test_search_cost_of_a_randomized_search_is_what_it_spends():
                 np.testing.assert_array_equal(rs.get_state()[1], state)
 
 
-@pytest.mark.parametrize("cv_name", ["timeseries", "shuffle", "stratified", "explicit"])
+@pytest.mark.parametrize("cv_name", ["timeseries", "shuffle", "stratified", "explicit",
+                                     "repeated_stratified"])
 def test_search_cost_with_delta_none_covers_every_splitter(cv_name):
     """delta=None is 1 / n_train^2 per fit: priced from the smallest training set of the
     actual splits (TimeSeriesSplit and ShuffleSplit(train_size) train on far fewer rows than
     k-fold), never below what the search spends."""
-    from sklearn.model_selection import ShuffleSplit, StratifiedKFold, TimeSeriesSplit
+    from sklearn.model_selection import (RepeatedStratifiedKFold, ShuffleSplit, StratifiedKFold,
+                                         TimeSeriesSplit)
 
     X, y = _reg_data()
     cv = {"timeseries": TimeSeriesSplit(5),
           "shuffle": ShuffleSplit(2, train_size=0.1, random_state=np.random.RandomState(0)),
           "stratified": StratifiedKFold(3),
           "explicit": [(np.arange(30), np.arange(30, 200)), (np.arange(50, 200), np.arange(50))],
+          "repeated_stratified": RepeatedStratifiedKFold(n_splits=3, n_repeats=2, random_state=0),
           }[cv_name]
-    yy = (y > 0).astype(int) if cv_name == "stratified" else y
+    yy = (y > 0).astype(int) if "stratified" in cv_name else y
     ledger = BudgetLedger(1e6, 0.5, composition="basic")
     price = search_cost(GridSearchCV(_ols(None, delta=None), {"fit_intercept": [True]}, cv=cv),
                         X, yy)
@@ -958,3 +961,48 @@ def test_search_run_errors_carry_no_value_and_y_structure_comes_first():
     with pytest.raises(ValueError, match="1d array"):
         search.fit(rng.normal(size=(400, 3)), np.c_[y, y])
     assert ledger.spends == []
+
+
+def test_search_validation_scoring_carries_no_value():
+    """Scoring the validation rows re-validates them in an allowed stateless step, whose
+    message may quote a cell: re-raised without values (the fit's errors already were)."""
+    from skdp import PrivateLogisticRegression
+
+    calls = []
+
+    def func(A):  # a row-wise step that, on the validation rows, fails quoting a "cell"
+        calls.append(len(A))
+        if len(calls) > 1:
+            raise ValueError("could not convert string to float: 'SECRET-4711'")
+        return A
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3)) / 3
+    y = (X[:, 0] > 0).astype(int)
+    est = make_pipeline(FunctionTransformer(func),
+                        PrivateLogisticRegression(data_norm=1.0, classes=[0, 1]))
+    search = PrivateGridSearchCV(est, {}, epsilon=1.0, strategy="exhaustive", random_state=0)
+    with pytest.raises(ValueError) as exc:
+        search.fit(X, y)
+    assert len(calls) == 2  # the failure came from scoring the validation rows
+    assert "SECRET" not in str(exc.value) and exc.value.__context__ is None
+
+
+def test_search_checks_a_pipelines_target_structure_before_the_charge():
+    """A Pipeline's own tags do not say that its final step needs one target column: the
+    search reads the final step's, so a two-column or missing y is refused before the charge."""
+    from skdp import PrivateOLS
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3)) / 3
+    y = X[:, 0]
+    est = make_pipeline(FunctionTransformer(), PrivateOLS(data_norm=1.0, label_bound=1.0))
+    for bad_y, match in ((np.c_[y, y], "1d array"), (None, "requires y")):
+        ledger = BudgetLedger(10.0, 1e-3)
+        search = PrivateGridSearchCV(est, {}, epsilon=1.0, delta=1e-6, strategy="exhaustive",
+                                     accountant=ledger, random_state=0,
+                                     scoring=lambda m, Xv, yv: -(m.predict(Xv) - yv) ** 2,
+                                     score_bounds=(-4.0, 0.0))
+        with pytest.raises(ValueError, match=match):
+            search.fit(X, bad_y)
+        assert ledger.spends == []

@@ -151,6 +151,8 @@ def pow2_at_least(x, out=None):
     ``out`` (may be ``x`` itself): the array to write them to.
     """
     x = np.asarray(x, dtype=float)
+    if x.ndim == 0:  # a scalar: numpy's ufuncs return scalars, which cannot serve as out=
+        return np.exp2(np.ceil(np.log2(x))) if x > 0 else np.float64(0.0)
     pos = x > 0
     if pos.all():
         out = np.log2(x, out=out)

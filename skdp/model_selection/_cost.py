@@ -361,8 +361,10 @@ def _smallest_training_set(cv, n):
     (and other splitters) train on a number of rows that depends on the
     groups or is not known here: ``ValueError``.
     """
-    if type(cv) in (StratifiedKFold, RepeatedStratifiedKFold):
+    if type(cv) is StratifiedKFold:
         cv = KFold(cv.n_splits)
+    elif type(cv) is RepeatedStratifiedKFold:  # keeps its split count in cvargs
+        cv = KFold(cv.cvargs["n_splits"])
     elif type(cv) is StratifiedShuffleSplit:
         cv = ShuffleSplit(1, test_size=cv.test_size, train_size=cv.train_size)
     elif type(cv) in (KFold, RepeatedKFold, ShuffleSplit, TimeSeriesSplit, PredefinedSplit,

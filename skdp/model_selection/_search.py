@@ -20,6 +20,7 @@ from numbers import Real
 import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.model_selection import ParameterGrid
+from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils import get_tags
@@ -585,10 +586,14 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         return {"eta": eta, "gamma": gamma, "mean": truncated_negative_binomial_mean(eta, gamma)}
 
     def _noisy_score(self, est, X_val, y_val, spec, rng):
+        # predicting validates the private validation rows (an allowed Normalizer quotes a bad
+        # cell in its message): errors are re-raised without values, as in the runs' fits
         if self.scoring == "accuracy":
-            per_row = (np.asarray(est.predict(X_val)) == np.asarray(y_val)).astype(float)
+            pred = call_without_values(est.predict, X_val, name="X")
+            per_row = (np.asarray(pred) == np.asarray(y_val)).astype(float)
         else:
-            per_row = np.asarray(self.scoring(est, X_val, y_val), dtype=float).ravel()
+            scores = call_without_values(self.scoring, est, X_val, y_val, name=("X", "y"))
+            per_row = np.asarray(scores, dtype=float).ravel()
             if per_row.shape != (len(y_val),):
                 raise ValueError("scoring must return one score per validation row.")
             lo, hi = self._score_range()
@@ -633,10 +638,13 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         candidates, run, refit_budget = self._plan()
         lo, hi = self._score_range()
         ledger = self._ledger()
-        # structure only, before the charge; the inner estimator's tags say whether y is
-        # required and whether it may have several columns
-        n, d = check_public_structure(X, y, estimator=self.estimator,
-                                      requires_y=get_tags(self.estimator).target_tags.required)
+        # structure only, before the charge; the final estimator's tags say whether y is
+        # required and whether it may have several columns (a Pipeline's own tags do not)
+        final = self.estimator
+        if isinstance(final, Pipeline) and isinstance(final.steps[-1][1], BaseEstimator):
+            final = final.steps[-1][1]
+        n, d = check_public_structure(X, y, estimator=final,
+                                      requires_y=get_tags(final).target_tags.required)
         if n is None:
             X, y = indexable(X, y)
             n = len(y) if y is not None else X.shape[0]
