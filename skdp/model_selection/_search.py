@@ -293,7 +293,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         (``TypeError``, before the charge) otherwise: ``Normalizer``,
         ``FunctionTransformer`` applying a fixed function to each row
         (without ``check_inverse`` on an ``inverse_func``, which round-trips
-        private rows in ``fit``), ``"passthrough"``, or a transformer fitted
+        private rows in ``fit``; that the function treats each row on its
+        own, unlike ``lambda A: A - A.mean(0)``, cannot be checked and is the
+        caller's to ensure), ``"passthrough"``, or a transformer fitted
         on public data and frozen (``sklearn.frozen.FrozenEstimator``). A
         fitted ``StandardScaler`` would keep the private training rows' mean
         and scale, and through them every record would move every
