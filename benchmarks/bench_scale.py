@@ -52,11 +52,12 @@ Measured (2 shared cores, one BLAS thread; single timings swing by about 30%):
 input                          PCA     OLS ssp    OLS adassp  OLS sketch  RP
 =============================  ======  =========  ==========  ==========  ==========
 memmap 10M x 100 f32 (x_floor) 1.23    0.62       0.93        0.96        0.80
-CSR 1M x 10 000 0.1% (s)       364     232        614         649         312
-CSR ... mem / nnz bytes        46      39         45          39          26
+CSR 1M x 10 000 0.1% (s)       204     232        614         649         312
+CSR ... mem / nnz bytes        33      39         45          39          26
 =============================  ======  =========  ==========  ==========  ==========
 
-(memmap: extra memory 0.001-0.002 of the file. CSR, ``--one-fit``: the
+(PCA on CSR re-measured after the in-place calibration and post-processing:
+364 s and 46x before. memmap: extra memory 0.001-0.002 of the file. CSR, ``--one-fit``: the
 sparse ``X.T @ X`` takes 9 s; the time is the ``O(d^3)`` algebra on the
 dense 10 000 x 10 000 result and the memory a few such matrices, 800 MB =
 6.3x the nnz bytes each; the OLS sketch and RP fall back to a floating-point
