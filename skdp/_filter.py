@@ -92,7 +92,21 @@ two interactions step by step, they differ by at most ``H = sum tv_i`` on
 delta_ideal + (1 + e^epsilon) H``. The rule charges ``(1 + e^epsilon) tv_i``
 of the ledger's epsilon to ``D`` for every Gaussian spend, so the total is
 within ``delta``. (Spends charged by their ``(epsilon_i, delta_i)`` already
-include their own sampling error in ``delta_i``.)
+include their own sampling error in ``delta_i``.) The step that makes this
+exact inside the induction: ``delta_ideal`` is the cap of the ideal
+interaction, whose pool ``D`` the rule has lowered by every charged
+``tvc_i = (1 + e^epsilon) tv_i``, so ``delta_ideal <= delta - sum tvc_i``
+and the sum above is at most ``delta``; equivalently, each ``tvc_i`` is a
+``(0, tvc_i)`` "reveal" step composed into the cap (basic composition), and
+the coupling bound is that step. (An independent review found this step
+missing from the argument's text; the checks of fixed sequences against
+exact bounds passed before and after.)
+
+Floating point: the pools are updated with correctly rounded sums lowered
+by a few ulps (``_pool``) and the Gaussian costs ``mu_i^2`` rounded up
+(``_up``), so rounding never leaves a pool above its exact value; the
+checks' relative slack ``_RTOL`` then bounds any overspend by ``1e-12`` of
+the budget.
 
 What is reported
 ----------------
@@ -132,7 +146,7 @@ privacy: analytical calibration and optimal denoising. ICML 2018.
 import math
 from dataclasses import dataclass, replace
 
-from scipy.special import expit, ndtri
+from scipy.special import erf, erfinv, expit, ndtri
 
 from ._validation import scaled_reserve
 
@@ -223,7 +237,11 @@ def pure_mu(epsilon):
     epsilon = float(epsilon)
     if epsilon <= 0:
         return 0.0
-    return float(-2.0 * ndtri(expit(-epsilon))) * (1 + 1e-9)
+    if epsilon <= 1.0:
+        # Phi^-1(e^eps / (1 + e^eps)) = sqrt(2) erfinv(tanh(eps / 2)): no cancellation near
+        # 1/2 (-ndtri(expit(-eps)) loses digits below eps ~ 1e-7, and all of them by 1e-16)
+        return float(2.0 * math.sqrt(2.0) * erfinv(math.tanh(epsilon / 2.0))) * (1 + 1e-9)
+    return float(-2.0 * ndtri(expit(-epsilon))) * (1 + 1e-9)  # (tanh rounds to 1 above ~37)
 
 
 def _gaussian_delta(mu, epsilon):
@@ -247,10 +265,13 @@ def conversion_mu(epsilon, delta):
     if delta >= 1:
         raise ValueError("delta must be < 1.")
     if epsilon > 0:
-        return analytic_gaussian_mu(epsilon, delta)
-    # epsilon = 0: delta_G(0; m) = 2 Phi(m/2) - 1
-    m = 2.0 * float(ndtri((1.0 + delta) / 2.0)) * (1 - 1e-9)
-    while m > 0 and _gaussian_delta(m, 0.0) > delta:
+        # one part in 10^8 below the bisection's root: delta_G is computed to about 1e-9
+        # relative at extreme deltas (1e-200), and the conversion must never overshoot
+        return analytic_gaussian_mu(epsilon, delta) * (1 - 1e-8)
+    # epsilon = 0: delta_G(0; m) = 2 Phi(m/2) - 1 = erf(m / (2 sqrt 2)), inverted with erfinv
+    # (ndtri((1 + delta) / 2) loses delta below 1e-16 in the sum)
+    m = 2.0 * math.sqrt(2.0) * float(erfinv(delta)) * (1 - 1e-9)
+    while m > 0 and float(erf(m / (2.0 * math.sqrt(2.0)))) * (1 + 1e-12) > delta:
         m *= 1 - 1e-6
     return max(m, 0.0)
 
@@ -273,7 +294,9 @@ def gdp_epsilon(mu, delta):
             hi = mid
         else:
             lo = mid
-    return hi
+    # a reported cost: one part in 10^8 above the root, past the ~1e-9 relative error of
+    # delta_G at extreme deltas (a larger epsilon is the safe side)
+    return hi * (1 + 1e-8)
 
 
 @dataclass(frozen=True)
@@ -310,6 +333,24 @@ def _le(a, b):
     return a <= b * (1 + _RTOL) + 1e-300
 
 
+#: relative rounding allowance of the pools' arithmetic (a few units in the last place)
+_ROUND = 4.0 * 2.0**-53
+
+
+def _up(x):
+    """A computed cost (a square) rounded up: at least the exact value."""
+    return x * (1 + _ROUND)
+
+
+def _pool(*terms):
+    """A pool's new value ``sum(terms)``, rounded down and floored at 0: the correctly rounded
+    sum (``math.fsum``) lowered by a few ulps, so that rounding never leaves a pool larger
+    than exact arithmetic would (2^20 spends chosen to round up each subtraction overspent
+    a budget of 1 by 3.8e-11, beyond the checks' 1e-12 slack)."""
+    x = math.fsum(terms)
+    return max(x - _ROUND * abs(x), 0.0)
+
+
 def filter_charge(state, epsilon_i, delta_i, curve, ledger_epsilon):
     """Charge one spend to ``state``; returns ``(new_state, how)`` or ``(None, None)`` if refused.
 
@@ -321,11 +362,11 @@ def filter_charge(state, epsilon_i, delta_i, curve, ledger_epsilon):
         new = _from_basic(s, epsilon_i, delta_i)
         if new is not None:
             return new, "basic"
-        new = _from_gaussian(s, pure_mu(epsilon_i) ** 2, delta_i)
+        new = _from_gaussian(s, _up(pure_mu(epsilon_i) ** 2), delta_i)
         return (new, "gaussian-pool") if new is not None else (None, None)
 
     tvc = scaled_reserve(ledger_epsilon, curve.tv)
-    m2 = curve.mu**2
+    m2 = _up(curve.mu**2)
     new = _from_gaussian(s, m2, tvc)
     if new is not None:
         return new, "gaussian"
@@ -335,9 +376,10 @@ def filter_charge(state, epsilon_i, delta_i, curve, ledger_epsilon):
         d_min = _gaussian_delta(math.sqrt(need), s.eps_pool) if need > 0 else 0.0
         d = min(max(d_min * (1 + 1e-6), CONVERT_DELTA_SHARE * avail), avail)
         m = conversion_mu(s.eps_pool, d)
-        if s.mu2_pool + m * m >= m2:
-            return replace(s, eps_pool=0.0, delta_pool=max(s.delta_pool - d - tvc, 0.0),
-                           mu2_pool=max(s.mu2_pool + m * m - m2, 0.0),
+        m2_new = m * m * (1 - _ROUND)  # capacity: rounded down
+        if s.mu2_pool + m2_new >= m2:
+            return replace(s, eps_pool=0.0, delta_pool=_pool(s.delta_pool, -d, -tvc),
+                           mu2_pool=_pool(s.mu2_pool, m2_new, -m2),
                            mu2_charged=s.mu2_charged + m2,
                            delta_charged=s.delta_charged + tvc), "converted"
     new = _from_basic(s, epsilon_i, delta_i)
@@ -348,8 +390,8 @@ def _from_basic(s, epsilon_i, delta_i):
     """``(epsilon_i, delta_i)`` charged to the basic pool, or ``None`` if it does not fit."""
     if not (_le(epsilon_i, s.eps_pool) and _le(delta_i, s.delta_pool)):
         return None
-    return replace(s, eps_pool=max(s.eps_pool - epsilon_i, 0.0),
-                   delta_pool=max(s.delta_pool - delta_i, 0.0),
+    return replace(s, eps_pool=_pool(s.eps_pool, -epsilon_i),
+                   delta_pool=_pool(s.delta_pool, -delta_i),
                    eps_charged=s.eps_charged + epsilon_i,
                    delta_charged=s.delta_charged + delta_i)
 
@@ -358,8 +400,8 @@ def _from_gaussian(s, m2, delta_i):
     """``m2`` from the Gaussian pool and ``delta_i`` from the basic delta, or ``None``."""
     if not (_le(m2, s.mu2_pool) and _le(delta_i, s.delta_pool)):
         return None
-    return replace(s, mu2_pool=max(s.mu2_pool - m2, 0.0),
-                   delta_pool=max(s.delta_pool - delta_i, 0.0),
+    return replace(s, mu2_pool=_pool(s.mu2_pool, -m2),
+                   delta_pool=_pool(s.delta_pool, -delta_i),
                    mu2_charged=s.mu2_charged + m2,
                    delta_charged=s.delta_charged + delta_i)
 

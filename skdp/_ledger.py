@@ -114,8 +114,12 @@ class SpendRecord:
 def compose_heterogeneous(epsilons, deltas, delta_slack):
     """Advanced composition of mechanisms with different (eps_i, delta_i).
 
-    For an adaptive sequence of ``k`` mechanisms, mechanism ``i`` being
-    ``(eps_i, delta_i)``-DP, and any ``delta_slack > 0``, the composition is
+    For an adaptive sequence of ``k`` mechanisms whose parameters
+    ``(eps_i, delta_i)`` are fixed in advance (the mechanisms may depend on
+    earlier outputs; their parameters may not: with parameters chosen
+    adaptively this is not a valid bound, Rogers, Roth, Ullman & Vadhan
+    2016), mechanism ``i`` being ``(eps_i, delta_i)``-DP, and any
+    ``delta_slack > 0``, the composition is
     ``(eps_total, sum delta_i + delta_slack)``-DP with
 
         eps_total = sqrt(2 ln(1/delta_slack) sum eps_i^2) + sum eps_i (e^eps_i - 1).
@@ -316,6 +320,14 @@ class _LedgerMixin:
         composed cost of the recorded spends at the ledger's delta
         (:mod:`skdp._filter`, "What is reported"). :attr:`spent_basic` gives
         the basic-composition sum side by side.
+
+        What this bounds: the recorded spends *as a fixed sequence*. The
+        guarantee of an interaction in which each fit was chosen after seeing
+        earlier results (fully adaptive composition) is the ledger's own
+        ``(epsilon, delta)``, which the filter's rule enforces; a reported
+        figure below it is not a guarantee for such an interaction (Rogers,
+        Roth, Ullman & Vadhan 2016: realised parameters plugged into a
+        composition bound do not give a valid odometer).
         """
         return self.total(self.composition)
 
@@ -331,7 +343,10 @@ class _LedgerMixin:
         Under the filter a Gaussian fit may still be accepted when this shows
         little epsilon left (its cost is its ``mu``, not its epsilon), and a
         non-Gaussian fit may be refused when it shows some: the filter's
-        rule, not this difference, decides.
+        rule, not this difference, decides. Like :attr:`spent`, it describes
+        the recorded spends as a fixed sequence: do not budget it elsewhere
+        when the fits were chosen adaptively (the ledger's ``(epsilon,
+        delta)`` is the guarantee of that interaction).
         """
         s = self.spent
         return PrivacyBudget(max(0.0, self.epsilon - s.epsilon), max(0.0, self.delta - s.delta))
@@ -345,7 +360,9 @@ class _LedgerMixin:
             ``"basic"``: ``(sum eps_i, sum delta_i)`` (Dwork & Roth 2014,
             Thm 3.16). ``"advanced"``: the heterogeneous advanced composition
             of :func:`compose_heterogeneous` (never larger in epsilon than
-            basic; it adds ``delta_slack``). ``"filter"``: the cost reported by
+            basic; it adds ``delta_slack``), valid for the recorded spends
+            as a sequence fixed in advance, not for parameters chosen
+            adaptively (Rogers et al. 2016). ``"filter"``: the cost reported by
             the privacy filter (:mod:`skdp._filter`).
         delta_slack : float in (0, 1), default=None
             The extra delta of advanced composition; required for it.
@@ -502,12 +519,13 @@ class BudgetLedger(_LedgerMixin):
                              self.delta, self._state)
             if state is None:
                 raise BudgetExceededError(_exceeded_message(self, budget, self._records))
-            self._state = state if self.composition == "filter" else None
+            # the record first: nothing can fail between the state's update and the append
             record = SpendRecord(
                 str(source), str(description), budget.epsilon, budget.delta, time.time(),
                 os.getpid(), len(self._records),
                 None if curve is None else curve.mu, None if curve is None else curve.tv,
             )
+            self._state = state if self.composition == "filter" else None
             self._records.append(record)
             return record
 

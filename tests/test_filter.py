@@ -510,3 +510,55 @@ def test_refusal_says_when_basic_composition_would_accept():
     with pytest.raises(BudgetExceededError) as exc:
         BudgetLedger(1.0, 1e-5).spend(PrivacyBudget(2.0, 1e-6))
     assert "Basic composition" not in str(exc.value)
+
+
+def test_pools_never_round_above_exact_arithmetic():
+    """Spends chosen so that every pool subtraction would round up (0.49 ulp of the pool above
+    a power of two): the exact sum of the accepted spends stays within the budget (the pools
+    are rounded down)."""
+    from fractions import Fraction
+
+    from skdp._filter import FilterState, filter_charge
+
+    s, total, k = FilterState.start(1.0, 0.0), Fraction(0), 0
+    while k < 270_000:
+        x = 2.0**-18 + 0.49 * math.ulp(s.eps_pool)
+        new, _ = filter_charge(s, x, 0.0, None, 1.0)
+        if new is None:
+            break
+        s, total, k = new, total + Fraction(x), k + 1
+    last = s.eps_pool * (1 + 1e-12)  # then all that the pool says is left, with the slack
+    new, _ = filter_charge(s, last, 0.0, None, 1.0)
+    if new is not None:
+        total += Fraction(last)
+    assert k > 250_000
+    assert total <= Fraction(1) * (1 + Fraction(1, 10**12))
+
+
+def test_small_parameters_are_computed_without_cancellation():
+    """pure_mu at tiny epsilon, and the conversions at tiny epsilon or delta, against 50-digit
+    arithmetic: pure_mu never below the exact value, a conversion never above it."""
+    import mpmath
+
+    from skdp._filter import conversion_mu, gdp_epsilon, pure_mu
+
+    mpmath.mp.dps = 50
+
+    def exact_pure_mu(eps):
+        p = mpmath.e**eps / (1 + mpmath.e**eps)
+        return 2 * mpmath.sqrt(2) * mpmath.erfinv(2 * p - 1)
+
+    def exact_delta(mu, eps):
+        mu, eps = mpmath.mpf(mu), mpmath.mpf(eps)
+        return (mpmath.ncdf(mu / 2 - eps / mu)
+                - mpmath.e**eps * mpmath.ncdf(-mu / 2 - eps / mu))
+
+    for eps in (1e-17, 1e-12, 1e-8, 1e-3, 1.0, 5.0, 40.0):
+        assert pure_mu(eps) >= exact_pure_mu(eps)
+        assert pure_mu(eps) <= exact_pure_mu(eps) * (1 + 1e-8)
+    for E, d in ((0.0, 1e-15), (0.0, 1e-200), (1e-12, 1e-30), (1e-12, 1e-200), (1e-10, 1e-40),
+                 (0.1, 1e-200), (3.0, 1e-200), (1.0, 1e-5)):
+        m = conversion_mu(E, d)
+        assert m > 0 and exact_delta(m, E) <= d
+    for mu, d in ((1e-4, 1e-12), (0.01, 1e-100), (1.0, 1e-5)):
+        assert exact_delta(mu, gdp_epsilon(mu, d)) <= d

@@ -58,8 +58,12 @@ def _log_gaussian_delta(mu, epsilon):
     la, lb = log_ndtr(a), log_ndtr(b)
     # delta = Phi(a) * (1 - exp(eps + log Phi(b) - log Phi(a))); the ratio is < 1.
     r = epsilon + lb - la
-    if r >= 0:  # only reachable through rounding at tiny mu; delta is ~0 there
-        return -np.inf
+    if r > -1e-6:
+        # cancellation (tiny mu and epsilon): r carries a rounding error of a few ulps of its
+        # terms, comparable to r itself; lower r by a bound on that error so that delta is
+        # overestimated, never underestimated (it was 0 whenever rounding gave r >= 0)
+        err = 8.0 * np.finfo(float).eps * (abs(epsilon) + abs(la) + abs(lb)) + 1e-300
+        r = min(r, 0.0) - err
     return la + np.log(-np.expm1(r))
 
 
