@@ -159,7 +159,7 @@ def _compute_without_values(*collections, name):
         err = ValueError(
             f"Computing {name} on the dask workers failed ({type(exc).__name__}); the original "
             "message is withheld because it may quote private values. The blocks must hold "
-            "finite real numbers of the declared dtype.")
+            "finite real numbers.")
     raise err from None  # outside the handlers: the original is not kept as __context__
 
 

@@ -42,6 +42,7 @@ import functools
 from numbers import Integral, Real
 
 import numpy as np
+from sklearn.frozen import FrozenEstimator
 from sklearn.preprocessing import FunctionTransformer, Normalizer
 from sklearn.utils._param_validation import HasMethods, Interval
 
@@ -160,7 +161,7 @@ def for_release(estimator):
                 setattr(obj, key, None)
         inner = [e for value in list(params.values()) + list(vars(obj).values())
                  for e in _estimators_in(value)]
-        if id(obj) in frozen or isinstance(obj, _frozen_types()):
+        if id(obj) in frozen or isinstance(obj, FrozenEstimator):
             frozen.update(id(e) for e in inner)  # fitted elsewhere (on public data), not here
         objects.extend(inner)
     if not_private:
@@ -178,15 +179,6 @@ def for_release(estimator):
     return out
 
 
-def _frozen_types():
-    """``(sklearn.frozen.FrozenEstimator,)``, or ``()`` where scikit-learn has none (< 1.6.1)."""
-    try:
-        from sklearn.frozen import FrozenEstimator
-    except ImportError:
-        return ()
-    return (FrozenEstimator,)
-
-
 def _keeps_unprotected_fit(obj):
     """Whether ``obj`` is a fitted scikit-learn estimator whose fitted attributes are neither a
     DP release nor public: not private, not a container that fits only its steps (Pipeline,
@@ -199,7 +191,7 @@ def _keeps_unprotected_fit(obj):
 
     from .model_selection import PrivateGridSearchCV
 
-    containers = (Pipeline, ColumnTransformer, FeatureUnion, PrivateGridSearchCV) + _frozen_types()
+    containers = (Pipeline, ColumnTransformer, FeatureUnion, PrivateGridSearchCV, FrozenEstimator)
     if (not isinstance(obj, BaseEstimator) or isinstance(obj, (PrivateEstimatorMixin,) + containers)
             or _fits_nothing(obj)):
         return False
@@ -208,7 +200,6 @@ def _keeps_unprotected_fit(obj):
     except (NotFittedError, TypeError):
         return False
     return True
-
 
 
 def _fits_nothing(step):
@@ -228,7 +219,6 @@ def _fits_nothing(step):
         return not (step.check_inverse and step.func is not None
                     and step.inverse_func is not None)
     return False
-
 
 
 def discard_fitted_state(estimator):

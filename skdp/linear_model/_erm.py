@@ -1511,7 +1511,7 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
         self.classes_ = classes_
         # the regularisation used: objective perturbation may raise an explicit C's (its
         # Jacobian term's need at this n and epsilon, "Budget split" above)
-        self.C_ = 1.0 / (n * info.get("regularization", lam))
+        self.C_ = 1.0 / (n * info["regularization"])
         self.data_norm_ = data_norm
         self.noise_spec_ = specs if len(specs) > 1 else specs[0]
         self.privacy_info_ = info

@@ -174,16 +174,22 @@ def _private_steps(estimator):
     return steps
 
 
-def _step_budgets(estimator, n_samples):
-    """(epsilon, delta) of every private step (see :func:`_private_steps`)."""
+def _step_parameters(estimator):
+    """``(epsilon, delta)`` parameters of every private step (see :func:`_private_steps`);
+    ``delta`` is ``None`` where the step sets it from the training size."""
     out = []
     for _, step in _private_steps(estimator):
         params = step.get_params(deep=False)
         delta = params.get("delta", 0.0)
-        if delta is None:  # PrivateOLS / PrivateRandomProjection: delta = 1 / n^2
-            delta = 1.0 / float(n_samples) ** 2
-        out.append(PrivacyBudget(float(params["epsilon"]), float(delta)))
+        out.append((float(params["epsilon"]), None if delta is None else float(delta)))
     return out
+
+
+def _step_budgets(estimator, n_samples):
+    """(epsilon, delta) of every private step (see :func:`_private_steps`)."""
+    # delta=None (PrivateOLS / PrivateRandomProjection): delta = 1 / n^2
+    return [PrivacyBudget(eps, 1.0 / float(n_samples) ** 2 if delta is None else delta)
+            for eps, delta in _step_parameters(estimator)]
 
 
 def fit_cost(estimator, n_samples):
@@ -290,11 +296,7 @@ def search_cost(search, X, y=None, groups=None):
 def _budget_signature(estimator):
     """The private steps' ``(epsilon, delta)`` parameters (``delta=None``: set from the
     training size), sorted, and whether one of them is ``None``."""
-    sig = []
-    for _, step in _private_steps(estimator):
-        params = step.get_params(deep=False)
-        delta = params.get("delta", 0.0)
-        sig.append((float(params["epsilon"]), None if delta is None else float(delta)))
+    sig = _step_parameters(estimator)
     return sorted(sig, key=repr), any(d is None for _, d in sig)
 
 
