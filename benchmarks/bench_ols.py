@@ -28,6 +28,13 @@ to [-1, 1], 70/30 split) and on synthetic data for n in {1000, 10000,
 100000}, d in {5, 10, 20, 50}, epsilon in {0.1, 0.3, 1, 3}, with the rule's
 public noise-to-signal ratio ``rho`` (writes benchmarks/results/ols_crossover.csv).
 
+``--weak`` prints only the table behind the first rule of ``method="auto"`` (the private
+mean at weak budgets): on diabetes and synthetic data (n in {1000, 3000, 10000}, d in
+{5, 10, 20, 50}) at the epsilons where the rule's ``rho`` is 1.5, 2.5, 3.5, 5, 7 and 10, the
+test MSE (mean over ``--seeds``, default 10) of "ssp", "mean" and "auto", with the rule's
+public intercept noise ``sd_int`` (``_auto_intercept_noise``; "mean" is chosen at
+``sd_int >= 0.1``); writes benchmarks/results/ols_weak.csv.
+
 Run: ``python3 benchmarks/bench_ols.py [--quick]`` (writes
 benchmarks/results/ols.csv; ``--quick``: 1 seed, synthetic 20 000 x 20, the
 first sketch size only).
@@ -49,7 +56,7 @@ from skdp.linear_model._ols import PrivateOLS
 from skdp.mechanisms.ndis import gaussian_sketch
 
 EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0)
-METHODS = ("adassp", "ssp", "sketch", "ls", "als")
+METHODS = ("adassp", "ssp", "sketch", "mean", "ls", "als")
 REPS = 5
 
 
@@ -93,7 +100,7 @@ def crossover(seeds=20, quick=False):
     cases = [("diabetes", 309, 10, _diabetes_unit(), 1.0)]
     grid_n, grid_d = ((1000, 10000), (5, 20)) if quick else ((1000, 10000, 100000), (5, 10, 20, 50))
     cases += [(f"synthetic", n, d, _synthetic(n, d), 2.0) for n in grid_n for d in grid_d]
-    methods = ("adassp", "ssp", "sketch", "auto")
+    methods = ("adassp", "ssp", "sketch", "mean", "auto")
     print(f"\nmethod crossovers: test MSE, mean +- sd over {seeds} seeds, delta = 1/n^2")
     print(f"{'data':10s} {'n':>6s} {'d':>3s} {'eps':>4s} {'rho':>7s} {'mean':>7s} {'LR':>7s} "
           + " ".join(f"{m:>15s}" for m in methods) + "  auto->")
@@ -121,16 +128,58 @@ def crossover(seeds=20, quick=False):
     return rows
 
 
+def weak(seeds=10, quick=False):
+    """SSP against the private mean where the budget is weak (the first rule of ``"auto"``)."""
+    from scipy.optimize import brentq
+
+    from skdp.linear_model._ols import AUTO_MEAN_NOISE, _auto_intercept_noise, _auto_rho
+
+    cases = [("diabetes", 10, _diabetes_unit(), 1.0)]
+    grid_n, grid_d = ((1000,), (5, 20)) if quick else ((1000, 3000, 10000), (5, 10, 20, 50))
+    cases += [(f"synthetic", d, _synthetic(n, d), 2.0) for n in grid_n for d in grid_d]
+    print(f"\nweak budgets: test MSE, mean over {seeds} seeds, delta = 1/n^2; 'auto' picks 'mean' at "
+          f"sd_int >= {AUTO_MEAN_NOISE}")
+    print(f"{'data':10s} {'n':>6s} {'d':>3s} {'eps':>7s} {'rho':>5s} {'sd_int':>7s} {'mean_np':>8s} "
+          f"{'ssp':>8s} {'mean':>8s} {'auto':>8s} {'ssp/mean':>8s}")
+    rows = []
+    for name, d, (Xtr, Xte, ytr, yte), lb in cases:
+        n = len(ytr)
+        base = float(np.mean((ytr.mean() - yte) ** 2))
+        for target in ((2.5, 7.0) if quick else (1.5, 2.5, 3.5, 5.0, 7.0, 10.0)):
+            eps = brentq(lambda e: _auto_rho(n, d, e, 1.0 / n**2, True) - target, 1e-4, 100)
+            res = {}
+            for m in ("ssp", "mean", "auto"):
+                mses = []
+                for s in range(seeds):
+                    reg = PrivateOLS(method=m, epsilon=eps, data_norm=1.0, label_bound=lb, random_state=s)
+                    mses.append(float(np.mean((reg.fit(Xtr, ytr).predict(Xte) - yte) ** 2)))
+                res[m] = float(np.mean(mses))
+                rows.append(dict(dataset=f"{name} n={n} d={d}", method=m, epsilon=eps, mse=res[m],
+                                 fit_s=""))
+            sd = _auto_intercept_noise(n, d, eps, 1.0 / n**2)
+            print(f"{name:10s} {n:6d} {d:3d} {eps:7.4f} {target:5.1f} {sd:7.4f} {base:8.4f} "
+                  f"{res['ssp']:8.4f} {res['mean']:8.4f} {res['auto']:8.4f} "
+                  f"{res['ssp'] / res['mean']:8.3f}", flush=True)
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1 seed, smaller synthetic data (smoke run)")
     parser.add_argument("--crossover", action="store_true",
                         help="only the method-crossover table behind method='auto'")
-    parser.add_argument("--seeds", type=int, default=20, help="seeds per cell of the crossover table")
+    parser.add_argument("--weak", action="store_true",
+                        help="only the weak-budget table behind method='auto' choosing 'mean'")
+    parser.add_argument("--seeds", type=int, default=None,
+                        help="seeds per cell of the crossover (default 20) or weak (default 10) table")
     args = parser.parse_args(argv)
     quick = args.quick
+    if args.weak:
+        rows = weak(2 if quick else (args.seeds or 10), quick)
+        _common.write_csv("ols_weak.csv", ["dataset", "method", "epsilon", "mse", "fit_s"], rows)
+        return
     if args.crossover:
-        rows = crossover(2 if quick else args.seeds, quick)
+        rows = crossover(2 if quick else (args.seeds or 20), quick)
         _common.write_csv("ols_crossover.csv", ["dataset", "method", "epsilon", "mse", "fit_s"], rows)
         return
     reps = 1 if quick else REPS

@@ -2,7 +2,7 @@
 Private least squares: test MSE vs epsilon for each method
 ==========================================================
 
-:class:`~skdp.PrivateOLS` offers three verified (epsilon, delta)-DP methods:
+:class:`~skdp.PrivateOLS` offers four verified methods:
 
 * ``"adassp"``: AdaSSP (Wang 2018), noisy ``X^T X`` and ``X^T y``
   (calibrated jointly) plus a privately chosen ridge;
@@ -10,7 +10,10 @@ Private least squares: test MSE vs epsilon for each method
   with a public eigenvalue floor (``"auto"`` picks ``"ssp"`` or ``"adassp"``
   by a public rule of n, d and epsilon);
 * ``"sketch"``: the random-projection mechanism ``M_RP`` of Lu et al. (2023),
-  least squares on a Gaussian sketch of ``[X, 1, y]`` over the records.
+  least squares on a Gaussian sketch of ``[X, 1, y]`` over the records;
+* ``"mean"``: the private baseline, the Laplace mean of the clipped labels
+  (``coef_ = 0``); ``"auto"`` returns it when ``n epsilon`` is too small for
+  the features to pay off (diabetes at epsilon = 0.1).
 
 The methods ``"ls"`` and ``"als"`` of the same paper are **not verified
 DP** (an unproven conjecture, resp. only an asymptotic guarantee); they are
@@ -70,7 +73,7 @@ OUT.mkdir(parents=True, exist_ok=True)
 QUICK = os.environ.get("SKDP_EXAMPLES_QUICK", "") not in ("", "0")
 SEEDS = range(3 if QUICK else 7)
 EPSILONS = (0.1, 0.3, 1.0, 3.0, 10.0)
-VERIFIED = ("auto", "adassp", "ssp", "sketch")  # "auto": the default, its public rule's pick
+VERIFIED = ("auto", "adassp", "ssp", "sketch", "mean")  # "auto": the default, its public rule's pick
 UNVERIFIED = ("ls", "als")
 
 
@@ -128,21 +131,24 @@ for ds, method, eps, med, lo, hi, mean, secs in rows:
     print(f"{ds:<19} {label:<22} {eps:>7g} {med:>11.4g} {lo:>10.4g} {hi:>10.4g} {mean:>10.4g} "
           f"{lr:>11.4g} {dummy:>10.4g} {secs:>8.3f}")
 print(f"\n{len(SEEDS)} noise seeds per cell, delta = 1/n^2; auto, adassp, ssp and sketch are "
-      "(epsilon, delta)-DP (replace-one neighbours, public bounds as in the docstring).")
+      "(epsilon, delta)-DP, mean is (epsilon, 0)-DP (replace-one neighbours, public bounds as in "
+      "the docstring).")
 print(f"total time {time.perf_counter() - t_start:.1f} s")
 
 # %%
 # Figure
 # ------
 # On the small diabetes data (309 training rows) every private method stays
-# near the constant predictor until epsilon is large. On 24000 training rows
+# near the constant predictor until epsilon is large; at epsilon = 0.1 the
+# default returns the private mean ("mean"), which SSP's noisy intercept
+# would exceed. On 24000 training rows
 # AdaSSP and SSP come close to LinearRegression from epsilon = 3 on, the
 # sketch more slowly. SSP's public eigenvalue floor grows with the
 # noise-to-signal ratio, so at small epsilon it stays near the constant
 # predictor instead of inverting noise.
 fig, axes = plt.subplots(1, len(baselines), figsize=(11, 4.6))
 styles = {"auto": ("k", "x:"), "adassp": ("tab:blue", "o-"), "ssp": ("tab:orange", "s-"),
-          "sketch": ("tab:green", "^-"), "ls": ("0.55", "v--"), "als": ("0.35", "d--")}
+          "sketch": ("tab:green", "^-"), "mean": ("tab:purple", "P-"), "ls": ("0.55", "v--"), "als": ("0.35", "d--")}
 for ax, ds in zip(axes, baselines):
     for method in VERIFIED + UNVERIFIED:
         pts = np.array([(r[2], r[3], r[4], r[5]) for r in rows if r[0] == ds and r[1] == method])

@@ -531,9 +531,10 @@ def clipped_gram(X, data_norm, *, y=None, label_bound=None, intercept=None, samp
         if rows.buffer_used:
             total.add(rows.buffer[:m])
             continue
-        if Gx is None:
-            Gx = _ChunkSum(d)
-        Gx.add(Xpart)
+        if d:  # (no features: only the extras, PrivateOLS's "mean" route)
+            if Gx is None:
+                Gx = _ChunkSum(d)
+            Gx.add(Xpart)
         if k > d:
             Gxe += Xpart.T @ E
             total.G[d:, d:] += E.T @ E  # (upper triangle used; symmetrised below)

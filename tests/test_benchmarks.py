@@ -186,7 +186,7 @@ def test_ols_quick(tmp_path):
         base = [r for r in sub if r["method"] == "LinearRegression"]
         assert len(base) == 1 and base[0]["epsilon"] == ""
         mse = {(r["method"], r["epsilon"]): float(r["mse"]) for r in sub if r["epsilon"]}
-        assert sorted(mse) == sorted((m, e) for m in ("adassp", "ssp", "sketch", "ls", "als")
+        assert sorted(mse) == sorted((m, e) for m in ("adassp", "ssp", "sketch", "mean", "ls", "als")
                                      for e in EPSILONS)
         # adassp (what "auto" uses) improves from eps 0.1 to 5 and is within 2x of OLS at eps=5
         # on the 16 000-row synthetic set
@@ -224,3 +224,18 @@ def test_scale_quick(tmp_path):
         if r["input"].startswith("dense"):
             # a full float64 copy of a float32 input alone would be 2.0x the input
             assert float(r["mem_x_input"]) < 1.0, r
+
+
+def test_ols_weak_quick(tmp_path):
+    # the table behind method="auto" choosing "mean": auto's error is that of the method it picks
+    out = _run("bench_ols.py", tmp_path, "--weak", "--quick")
+    assert "weak budgets" in out
+    header, rows = _read(tmp_path / "ols_weak.csv")
+    assert header == ["dataset", "method", "epsilon", "mse", "fit_s"]
+    cells = {}
+    for r in rows:
+        cells.setdefault((r["dataset"], r["epsilon"]), {})[r["method"]] = float(r["mse"])
+    assert len(cells) == 6
+    for mse in cells.values():
+        assert set(mse) == {"ssp", "mean", "auto"}
+        assert mse["auto"] in (mse["ssp"], mse["mean"])

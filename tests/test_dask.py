@@ -93,8 +93,9 @@ def _forbid_materialising(monkeypatch):
     lambda: PrivateOLS(method="ssp", data_norm=1.0, label_bound=1.0, random_state=5),
     lambda: PrivateOLS(method="adassp", data_norm=1.0, label_bound=1.0, random_state=5),
     lambda: PrivateOLS(method="sketch", data_norm=1.0, label_bound=1.0, random_state=5),
+    lambda: PrivateOLS(method="mean", data_norm=1.0, label_bound=1.0, random_state=5),
     lambda: PrivateRandomProjection(n_components=3, data_norm=1.0, random_state=5),
-], ids=["pca", "pca-centered", "ols-ssp", "ols-adassp", "ols-sketch", "rp"])
+], ids=["pca", "pca-centered", "ols-ssp", "ols-adassp", "ols-sketch", "ols-mean", "rp"])
 def test_estimators_fit_dask_like_numpy(client, monkeypatch, make):
     """Same seed, same statistic -> the same release (up to one grid step), no client pull."""
     X, y = _data(4000, 6)

@@ -230,6 +230,16 @@ ROUTES["ols-pure"] = (
     OLS_X, OLS_Y, OLS_XP, OLS_YP, None, 0.25,
 )
 
+# the intercept-only route (Laplace on the grid): the label of record 0 moves across the range
+OLS_MEAN_Y = np.zeros(_N)
+OLS_MEAN_Y[0] = 1.0
+OLS_MEAN_YP = OLS_MEAN_Y.copy()
+OLS_MEAN_YP[0] = -1.0
+ROUTES["ols-mean"] = (
+    PrivateOLS(method="mean", epsilon=EPS, delta=0.0, data_norm=1.0, label_bound=1.0),
+    OLS_X, OLS_MEAN_Y, OLS_X, OLS_MEAN_YP, lambda e: np.array([e.intercept_]), 0.25,
+)
+
 
 def _audit(name, n_fits=N_FITS):
     est, X, y, Xp, yp, release, _ = ROUTES[name]

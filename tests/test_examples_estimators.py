@@ -119,10 +119,10 @@ def test_plot_ols(tmp_path):
     _assert_png(tmp_path / "ols_mse.png")
     datasets = ("diabetes 442x10", "synthetic 30000x10")
     rows = _table(out, datasets, 8)  # eps, median, min, max, mean, LR, constant, time
-    assert len(rows) == 2 * 6 * len(EPSILONS)
+    assert len(rows) == 2 * 7 * len(EPSILONS)
     cells = {(ds, label, nums[0]): nums[1:] for ds, label, nums in rows}
     labels = {label for _, label, _ in rows}
-    assert labels == {"auto", "adassp", "ssp", "sketch", "ls (NOT verified DP)",
+    assert labels == {"auto", "adassp", "ssp", "sketch", "mean", "ls (NOT verified DP)",
                       "als (NOT verified DP)"}
     for ds in datasets:
         lr, const = cells[ds, "adassp", 10.0][4:6]

@@ -269,6 +269,7 @@ def _route_cases():
         "ols-adassp": PrivateOLS(method="adassp", data_norm=1.0, label_bound=1.0),
         "ols-sketch": PrivateOLS(method="sketch", data_norm=1.0, label_bound=1.0, delta=1e-3),
         "ols-pure": PrivateOLS(delta=0.0, data_norm=1.0, label_bound=1.0),
+        "ols-mean": PrivateOLS(method="mean", data_norm=1.0, label_bound=1.0),
         "pca-auto": PrivatePCA(n_components=2, data_norm=1.0),
         "pca-analyze-gauss": PrivatePCA(n_components=2, data_norm=1.0, mechanism="analyze_gauss"),
         "pca-inid-gaussian": PrivatePCA(n_components=2, data_norm=1.0, mechanism="inid_gaussian"),
