@@ -23,11 +23,15 @@ i.e. the mechanism is epsilon-DP. Each mechanism below bounds this ratio:
   ``(||t + d||_2 - ||t||_2) / s <= ||d||_2 / s`` by the triangle inequality
   (Chaudhuri, Monteleoni & Sarwate 2011, proof of Theorem 6).
 
-Floating point: the guarantees hold for the real-valued mechanisms. Like
-every mechanism of the core, the samplers use ordinary floating-point
-arithmetic, and ``fl(value + noise)`` is known to leak through the grid of
-representable outputs (Mironov 2012, "On significance of the least
-significant bits for differential privacy"); this is not mitigated here.
+Floating point: the guarantees above are for the real-valued mechanisms, and
+``fl(value + noise)`` in doubles leaks through the grid of representable
+outputs (Mironov 2012, "On significance of the least significant bits for
+differential privacy"). :class:`Laplace` and :class:`InidLaplace` therefore
+release on a public power-of-two grid with exact discrete Laplace draws
+(Canonne, Kamath & Steinke 2020), the rounding folded into the l1
+sensitivity (see their ``_calibrate``); :class:`GammaNorm` and the
+``*_continuous`` variants draw floating-point noise and are marked
+unverified.
 
 For a symmetric query the noise lives on the released upper triangle
 (diagonal included) and is mirrored (``Query.expand``); the mirror is a
