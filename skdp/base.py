@@ -289,6 +289,18 @@ class PrivateEstimatorMixin:
         """
         return check_public_structure(X, y, estimator=self, requires_y=requires_y)
 
+    @staticmethod
+    def _check_charged_shape(charged, validated):
+        """The release calibrated before the charge is only used for the shape it was calibrated
+        for: a validated shape that differs from the public one read before the charge (an
+        internal inconsistency, never seen) raises instead of silently recalibrating, since a
+        filtering ledger has already composed the charged release's curve."""
+        if tuple(charged) != tuple(validated):
+            raise RuntimeError(
+                f"{tuple(validated)} rows and features were validated after the charge, "
+                f"{tuple(charged)} were read from the input's structure before it; nothing was "
+                "released. Please report this as a bug.")
+
     def _charge_budget(self, budget=None, description="fit", curve=None):
         """Check-and-spend ``budget`` on the accountant, then record it.
 

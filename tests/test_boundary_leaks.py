@@ -25,6 +25,7 @@ from skdp import (
     PrivateRandomProjection,
 )
 from skdp.model_selection import PrivateGridSearchCV
+from skdp.preprocessing import PrivateStandardScaler
 
 CLASSIFIERS = [PrivateLogisticRegression, PrivateHuberSVM]
 ROUTES = ["output", "objective", "gradient"]
@@ -784,3 +785,30 @@ def test_for_release_warns_about_fitted_steps_that_are_not_private():
         with warnings.catch_warnings():
             warnings.simplefilter("error", PrivacyLeakWarning)
             for_release(est)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: PrivatePCA(n_components=2, data_norm=1.0),
+    lambda: PrivateOLS(method="ssp", data_norm=1.0, label_bound=1.0),
+    lambda: PrivateOLS(method="adassp", data_norm=1.0, label_bound=1.0),
+    lambda: PrivateOLS(method="mean", data_norm=1.0, label_bound=1.0),
+    lambda: PrivateStandardScaler(bounds=(-1.0, 1.0), delta=1e-5),
+], ids=["pca", "ols-ssp", "ols-adassp", "ols-mean", "scaler"])
+def test_release_calibrated_before_the_charge_is_never_silently_recalibrated(make, monkeypatch):
+    # the release is calibrated from the shape read before the charge (a filtering ledger
+    # composes its curve); if validation later saw another shape, the fit must fail, not
+    # recalibrate. Forced here by a wrong public shape (it never happens on its own).
+    est = make()
+    real = type(est)._public_shape
+
+    def off_by_one(self, X, *args, **kwargs):
+        n, d = real(self, X, *args, **kwargs)
+        return n + 1, d
+
+    monkeypatch.setattr(type(est), "_public_shape", off_by_one)
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.5, 0.5, size=(200, 3))
+    y = rng.uniform(-1, 1, size=200)
+    with pytest.raises(RuntimeError, match="before it; nothing was released"):
+        est.fit(X, y)
+    assert not hasattr(est, "n_features_in_") and not hasattr(est, "noise_spec_")

@@ -508,7 +508,9 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
         c = 0.0 if self.centered else _MEAN_WEIGHT * R
 
         spec = pre.get("spec")
-        if spec is None or (n, d) != (n_pub, d_pub):
+        if spec is not None:
+            self._check_charged_shape((n_pub, d_pub), (n, d))
+        else:  # the bounds were inferred after the charge, or the structure did not tell the shape
             spec = self._calibrate(n, d, R, budget, weighted, sparse)
         noisy = spec.privatize(_clipped_gram(X, R, c, sample_weight=sample_weight),
                                random_state=rng)

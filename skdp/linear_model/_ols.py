@@ -822,6 +822,7 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         n, d_public = self._public_shape(X, y, requires_y=True)  # structure only, no values
         if n is None:
             n = _num_samples(X)  # raises sklearn's error for inputs that are not array-like
+        n_public = n
         method = self._resolve_method(n, d_public)
         if is_dask_collection(X) and (method not in ("ssp", "adassp", "sketch", "mean")
                                       or self.relative_dp):
@@ -939,10 +940,13 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                 theta = linalg.lstsq(S[:, :p], S[:, p])[0]
             self.sigma_ = float(sigma)
         elif method == "mean":
-            theta = self._fit_mean(X, y, sample_weight, n, p, c, lb, epsilon, pre, rng)
+            theta = self._fit_mean(X, y, sample_weight, n, p, c, lb, epsilon, pre, rng,
+                                   (n_public, d_public))
         elif method == "ssp":
             A = clipped_gram(Z, None, chunk_rows=self.chunk_size)
-            if "specs" not in pre or p != d_public + int(self.fit_intercept):
+            if "specs" in pre:
+                self._check_charged_shape((n_public, d_public), (n, p0))
+            else:  # bounds inferred after the charge
                 pre["specs"] = self._ssp_specs(method, n, p, data_norm, lb, epsilon, delta, sparse)
             (spec,) = pre["specs"]
             A = spec.privatize(A, rng)
@@ -959,7 +963,9 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             A = clipped_gram(Z, None, chunk_rows=self.chunk_size)  # [[X^T X, X^T y], [., y^T y]]
             G, Xty = A[:p, :p], A[:p, p]
             lam_min = float(linalg.eigvalsh(G, subset_by_index=[0, 0])[0]) if p > 0 else 0.0
-            if "specs" not in pre or p != d_public + int(self.fit_intercept):
+            if "specs" in pre:
+                self._check_charged_shape((n_public, d_public), (n, p0))
+            else:  # bounds inferred after the charge
                 pre["specs"] = self._ssp_specs(method, n, p, data_norm, lb, epsilon, delta, sparse)
             spec_l, spec_g, spec_b = pre["specs"]
             s1 = np.sqrt(spec_l.expected_squared_error)
@@ -983,7 +989,7 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             self.intercept_ = 0.0
         return self
 
-    def _fit_mean(self, X, y, sample_weight, n, p, c, lb, epsilon, pre, rng):
+    def _fit_mean(self, X, y, sample_weight, n, p, c, lb, epsilon, pre, rng, charged_shape):
         """The "mean" route: ``theta = (0, ..., 0, s / (n c^2))`` from the Laplace release of
         ``s = c sum_i clip_B(y_i)`` (with weights, of ``(s, c^2 sum_i w_i)``; the count is
         clipped to its public range ``[c^2, n c^2]``). The rows ``(c, clip_B(y))`` go through
@@ -992,7 +998,9 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         Z = AugmentedRows(rows, None, y=y, label_bound=lb, intercept=c, sample_weight=sample_weight)
         G = clipped_gram(Z, None, chunk_rows=self.chunk_size)  # [[c^2 sum w, c sum w y], [., .]]
         weighted = sample_weight is not None
-        if "specs" not in pre:
+        if "specs" in pre:
+            self._check_charged_shape(charged_shape, (n, X.shape[1]))
+        else:  # bounds inferred after the charge
             pre["specs"] = [self._mean_spec(n, c, lb, epsilon, weighted)]
         (spec,) = pre["specs"]
         top = float(n) * c * c

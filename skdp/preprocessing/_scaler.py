@@ -522,7 +522,10 @@ class PrivateStandardScaler(PrivateEstimatorMixin, OneToOneFeatureMixin, Transfo
         if k:
             s = moment_weight(budget.delta) if self.with_std else None
             spec = pre.get("spec")
-            if spec is None or spec.query.shape != _moments_query(n, k, s).shape or n != n_pub:
+            if spec is not None:
+                self._check_charged_shape((n_pub, spec.query.shape),
+                                          (n, _moments_query(n, k, s).shape))
+            else:  # bounds inferred after the charge, or the structure did not tell the shape
                 spec = self._calibrate(n, k, budget, lower[live], upper[live], sparse.issparse(X))
             Xl = X[:, np.flatnonzero(live)] if not np.all(live) else X
             s1, s2 = _normalised_moments(Xl, lower[live], width[live], second=s is not None)
