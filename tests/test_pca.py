@@ -519,3 +519,21 @@ def test_sparse_and_float32_input():
     est = PrivatePCA(n_components=2, data_norm=1.0, random_state=3).fit(X32)
     assert est.transform(X32).dtype == np.float32
     assert est.inverse_transform(est.transform(X32)).dtype == np.float32
+
+
+def test_fitted_spec_keeps_the_bounds_not_the_profile():
+    # issue 14 (wide data): the (d+1)^2 profile is a calibration input; the fitted model keeps
+    # the query's bounds only, so it does not grow with d^2 (the release itself is unchanged)
+    import pickle
+
+    n, d = 400, 300
+    X = _data(n=n, d=d, R=1.0)
+    pca = PrivatePCA(n_components=2, data_norm=1.0, random_state=0).fit(X)
+    q = pca.noise_spec_.query
+    full = pca._calibrate(n, d, 1.0, pca.privacy_spent_).query  # the query it was calibrated for
+    assert full.sensitivity_profile is not None
+    assert q.sensitivity_profile is None and q.shape == full.shape and q.symmetric
+    assert q.l2_bound == full.l2_bound and q.l1_bound == full.l1_bound
+    assert len(pickle.dumps(pca)) < 8 * (d + 1) ** 2 / 10  # a tenth of one profile
+    again = calibrate(q, pca.noise_spec_.epsilon, pca.noise_spec_.delta, "analytic_gaussian")
+    assert again.params["sigma"] == pca.noise_spec_.params["sigma"]

@@ -118,6 +118,7 @@ Non-symmetric noise (``"mvg"``, ``"r1smg"``) is symmetrised with
 ``(A + A^T) / 2``; noise that is already symmetric is unchanged by it.
 """
 
+from dataclasses import replace
 from numbers import Integral, Real
 
 import numpy as np
@@ -346,6 +347,9 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
         The row-norm bound used (``data_norm`` or the inferred value).
     noise_spec_ : NoiseSpec
         The calibrated noise of the release (mechanism, parameters, budget).
+        Its query is described by its bounds (``l2_bound``, ``l1_bound``):
+        the per-entry sensitivity profile, ``(d+1)^2`` floats, is used for the
+        calibration and not kept.
     privacy_spent_ : PrivacyBudget
         Budget spent by the last fit.
 
@@ -515,7 +519,10 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
         noisy = spec.privatize(_clipped_gram(X, R, c, sample_weight=sample_weight),
                                random_state=rng)
         _symmetrize_inplace(noisy)  # post-processing; no-op for symmetric noise
-        self.noise_spec_ = spec
+        # the fitted spec keeps the query's bounds, not its (d+1)^2 per-entry profile
+        self.noise_spec_ = replace(spec, query=spec.query.without_profile())
+        del spec
+        pre.clear()  # (the calibration made before the charge: its profile too)
 
         # ---- post-processing of the single release ----
         # (in place or block by block: with d in the thousands each d x d matrix is large)

@@ -123,6 +123,19 @@ class Query:
             return d * (d + 1) // 2
         return self.size
 
+    def without_profile(self):
+        """The same query described by its bounds only (``l2_bound``, ``l1_bound``, ``sup_norm``).
+
+        A per-entry profile of a ``d x d`` statistic holds ``d^2`` floats; a
+        fitted estimator keeps the bounds of the query it released, which is
+        all its noise spec needs once the noise is drawn (``self`` when there
+        is no profile).
+        """
+        if self.sensitivity_profile is None:
+            return self
+        return Query(self.shape, l2_sensitivity=self.l2_bound, l1_sensitivity=self.l1_bound,
+                     sup_norm=self.sup_norm, symmetric=self.symmetric)
+
     def released_profile(self):
         """The sensitivity profile of the released coordinates (flat), or None."""
         if self.sensitivity_profile is None:
