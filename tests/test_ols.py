@@ -773,3 +773,18 @@ def test_auto_falls_back_to_the_private_mean_on_weak_budgets():
     ssp, _ = mse("ssp")
     assert chosen == "mean"
     assert auto < 1.15 * mean_mse < ssp
+
+
+def test_mean_route_reads_no_feature_bound():
+    # "mean" never reads the features: no data_norm is inferred from them (no leak, no warning)
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(300, 4)) * 7.0
+    y = rng.uniform(-1, 1, size=300)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        reg = PrivateOLS(method="mean", label_bound=1.0, random_state=0).fit(X, y)
+    assert reg.data_norm_ == 1.0 and np.all(reg.coef_ == 0)
+    ref = PrivateOLS(method="mean", label_bound=1.0, data_norm=1.0, random_state=0).fit(X, y)
+    assert reg.intercept_ == ref.intercept_
+    with pytest.warns(PrivacyLeakWarning, match="data_norm"):  # the other routes infer it
+        PrivateOLS(method="ssp", label_bound=1.0, random_state=0).fit(X, y)

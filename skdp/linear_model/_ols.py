@@ -648,6 +648,9 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     delta_ : float
         The delta used (``delta`` or ``1/n^2``; 0 for "mean").
     data_norm_, label_bound_ : float
+        The bounds used (inferred ones with a PrivacyLeakWarning). "mean"
+        never reads the features: without ``data_norm`` it uses 1.0 (the
+        constant of the intercept column) and infers nothing.
     privacy_spent_ : PrivacyBudget
     n_features_in_ : int
 
@@ -877,7 +880,10 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         if not is_dask_collection(X):  # dask: the blocks stay on the workers (skdp._dask)
             y = np.asarray(y, dtype=np.float64)
         n, p0 = X.shape
-        data_norm = check_data_norm(X, self.data_norm, estimator=self)
+        if method == "mean" and self.data_norm is None:
+            data_norm = 1.0  # the intercept column's constant: this route never reads the features
+        else:
+            data_norm = check_data_norm(X, self.data_norm, estimator=self)
         self.data_norm_ = data_norm
         if self.label_bound is None:
             lb = float(np.max(np.abs(y))) if y.size else 0.0
