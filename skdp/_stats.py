@@ -48,6 +48,12 @@ _DUPLICATE_BLOCK = 1 << 18
 #: unit roundoff of float64
 UNIT_ROUNDOFF = 2.0**-53
 
+#: smallest normal float64: a clip factor below it (a row beyond about ``4.5e307`` times the
+#: bound) would be subnormal, with a relative error above ``u`` that :func:`computed_row_bound`
+#: does not allow for; it is set to 0 instead, so that row enters as the zero row. A fixed rule
+#: applied to each record alone (the zero row is within the bound and depends on nothing else).
+NORMAL_MIN = float(np.finfo(np.float64).tiny)
+
 #: additions after the chunk sums (merging the in-place and copied parts, symmetrising,
 #: the dask tree over blocks: depth log2(blocks) <= 63): an upper bound
 _MERGE_DEPTH = 72
@@ -135,12 +141,16 @@ def default_chunk_rows(k):
 
 
 def _safe_norms(sq, peak_of_bad):
-    """``sqrt(sq)``; rows whose squared norm overflowed are recomputed by ``peak_of_bad(mask)``."""
+    """``sqrt(sq)``; rows whose squared norm overflowed are recomputed by ``peak_of_bad(mask)``.
+
+    A norm beyond the float64 range is ``inf`` (its clip factor is then 0), silently: no
+    floating-point warning may depend on a record's values.
+    """
     with np.errstate(over="ignore", invalid="ignore"):
         norms = np.sqrt(sq)
-    bad = ~np.isfinite(norms)
-    if np.any(bad):
-        norms[bad] = peak_of_bad(bad)
+        bad = ~np.isfinite(norms)
+        if np.any(bad):
+            norms[bad] = peak_of_bad(bad)
     return norms
 
 
@@ -294,6 +304,7 @@ class AugmentedRows:
         f = None
         if self.data_norm is not None:
             f = np.minimum(1.0, self.data_norm / np.maximum(norms, np.finfo(np.float64).tiny))
+            f[f < NORMAL_MIN] = 0.0  # no subnormal factor: such a row enters as 0 (NORMAL_MIN)
         if self.sqrt_w is not None:
             sw = self.sqrt_w[start:stop]
             f = sw if f is None else f * sw

@@ -812,3 +812,69 @@ def test_release_calibrated_before_the_charge_is_never_silently_recalibrated(mak
     with pytest.raises(RuntimeError, match="before it; nothing was released"):
         est.fit(X, y)
     assert not hasattr(est, "n_features_in_") and not hasattr(est, "noise_spec_")
+
+
+def _with_row(X, row):
+    Xr = X.copy()
+    Xr[0] = row
+    return Xr
+
+
+@pytest.mark.parametrize("make", [
+    lambda: PrivateLogisticRegression(perturbation="output", C=10.0),
+    lambda: PrivateLogisticRegression(perturbation="objective", C=10.0),
+    lambda: PrivateLogisticRegression(perturbation="gradient"),
+    lambda: PrivateHuberSVM(perturbation="output", C=10.0),
+    lambda: PrivateHuberSVM(perturbation="objective", C=10.0),
+    lambda: PrivateHuberSVM(perturbation="gradient"),
+], ids=["lr-output", "lr-objective", "lr-gradient", "huber-output", "huber-objective",
+        "huber-gradient"])
+def test_a_huge_finite_record_enters_as_the_zero_row(make):
+    # review 6: margins were X @ W before the clip factor, so one finite record near the float64
+    # limit overflowed them and the fit raised (its neighbour fitted), or the row silently
+    # vanished from the certificate's analysis. Rows beyond 2^400 data_norm now enter as 0: the
+    # release is exactly that of the data set with a zero record in their place.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 3))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    kw = dict(data_norm=1.0, classes=[0, 1], random_state=0, epsilon=5.0)
+    ref = clone(make()).set_params(**kw).fit(_with_row(X, [0.0, 0.0, 0.0]), y)
+    for row in ([1.7e308, 1.7e308, 0.0], [-1.7e308, 1.7e308, 1e308], [3e121, 0.0, 0.0]):
+        est = clone(make()).set_params(**kw).fit(_with_row(X, row), y)
+        np.testing.assert_array_equal(est.coef_, ref.coef_)
+        np.testing.assert_array_equal(est.intercept_, ref.intercept_)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: PrivatePCA(n_components=2, data_norm=1.0, random_state=0),
+    lambda: PrivateOLS(method="ssp", data_norm=1.0, label_bound=1.0, random_state=0),
+], ids=["pca", "ols"])
+def test_gram_kernel_zeroes_a_huge_record_too(make):
+    # the shared kernel scales rows before its products (no overflow), but the clip factor of a
+    # row beyond 4.5e307 R would be subnormal (relative error above u, outside the computed row
+    # bound): it is 0 instead, and no floating-point warning depends on the record
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300, 3)) / 4
+    y = rng.uniform(-1, 1, size=300)
+    ref = make().fit(_with_row(X, [0.0, 0.0, 0.0]), y)
+    for row in ([1.7e308, -1.7e308, 0.0], [1e308, 0.0, 0.0]):  # norm inf; factor 1e-308 subnormal
+        est = make().fit(_with_row(X, row), y)
+        for attr in ("components_", "coef_"):
+            if hasattr(ref, attr):
+                np.testing.assert_array_equal(getattr(est, attr), getattr(ref, attr))
+
+
+def test_indefinite_hessian_under_a_tiny_public_lambda_does_not_raise():
+    # review 6: with C = 1e14 a duplicated column made the Newton Hessian numerically indefinite
+    # and LinAlgError escaped fit() on D while the neighbour D' fitted; the stage now ends and
+    # the factorisation-free stage reaches the certificate on both
+    rng = np.random.default_rng(0)
+    b, c = rng.normal(size=(2, 3000))
+    X = np.column_stack([b, b, c])
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = (b + 0.5 * rng.normal(size=3000) > 0).astype(int)
+    X2 = _with_row(X, [0.7, -0.7, 0.0])
+    kw = dict(C=1e14, perturbation="output", data_norm=1.0, classes=[0, 1], random_state=0)
+    for A in (X, X2):
+        assert np.all(np.isfinite(PrivateLogisticRegression(**kw).fit(A, y).coef_))

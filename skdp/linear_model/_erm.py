@@ -448,7 +448,7 @@ from ..base import PrivateEstimatorMixin, private_fit
 from ..mechanisms import Query, calibrate, get_mechanism
 from ..mechanisms._grid import discrete_gaussian_tv_reserve, grid_step, refine_for_reserve
 from ..mechanisms.gaussian import analytic_gaussian_mu, composed_gaussian_spec
-from ._rows import RowOperator, as_operator, row_norms_any, safe_matmul
+from ._rows import CLIP_FLOOR, RowOperator, as_operator, row_norms_any, safe_matmul
 from ._solver import float_floor, minimize
 
 __all__ = [
@@ -1479,6 +1479,7 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
         clip = np.maximum(norms, np.finfo(np.float64).tiny, out=norms)
         np.divide(data_norm, clip, out=clip)
         np.minimum(clip, 1.0, out=clip)
+        clip[clip < CLIP_FLOOR] = 0.0  # rows beyond 2^400 data_norm enter as 0 (skdp...._rows)
         del norms
         s, R = self._intercept_column(data_norm)
         U = RowOperator(X, clip, s)  # u_i = [clip_i x_i, s], applied inside the products

@@ -29,16 +29,31 @@ floating-point certificate needs.
 Row norms are computed once (:func:`row_norms_any`), in float64, from the
 dense chunks or from the sparse structure, with the overflow-safe rescaling of
 :func:`skdp._validation.row_norms`.
+
+Huge rows. The clip factor is applied after the product ``X @ W``, so a
+finite row of norm near the float64 limit would overflow there. Rows whose
+clip factor is 0 (the estimators set it for rows beyond ``2^400`` times the
+bound, :data:`CLIP_FLOOR`: a fixed rule applied to each record alone, so the
+clipped row, the zero row, is still a function of its own record within the
+bound) enter every product as exact zeros (their margins, ``|U| |W|`` and
+norms are set to the intercept's part), never as ``inf * 0``. Every other row
+has ``||x|| <= 2^400 B``: ``X @ W`` stays finite while ``B ||W|| < 2^623``.
 """
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import blas
 
-from .._stats import canonical_sparse, chunked_sum_depth, has_duplicate_entries as _has_duplicate_entries
+from .._stats import canonical_sparse, chunked_sum_depth
+from .._stats import has_duplicate_entries as _has_duplicate_entries
 from .._validation import row_norms
 
-__all__ = ["RowOperator", "row_norms_any", "as_operator", "safe_matmul"]
+__all__ = ["RowOperator", "row_norms_any", "as_operator", "safe_matmul", "CLIP_FLOOR"]
+
+#: the ERM routes set clip factors below this to 0 (rows beyond 2^400 times the bound enter as
+#: the zero row): it keeps ``X @ W`` finite before the factor is applied (module docstring) and
+#: every factor a normal number (skdp._stats.NORMAL_MIN)
+CLIP_FLOOR = 2.0**-400
 
 _CHUNK_BYTES = 1 << 21  # float64 bytes of one row chunk (2 MiB)
 _SPARSE_BLOCK = 1 << 18  # stored values per block of the sparse row norms
@@ -158,6 +173,9 @@ class RowOperator:
         # products add duplicate entries as they should: no check, no copy for them
         self.X = _as_float64_sparse(X, sum_duplicates=False).tocsr() if self.sparse else X
         self.a = None if scale is None else np.asarray(scale, dtype=np.float64)
+        # rows with a zero clip factor (huge rows: module docstring), sorted; None if none
+        zero = None if self.a is None else np.flatnonzero(self.a == 0.0)
+        self._zero = zero if zero is not None and zero.size else None
         self.s = None if intercept is None else float(intercept)
         self.n, self.d = X.shape
         self.p = self.d + (0 if self.s is None else 1)
@@ -175,7 +193,15 @@ class RowOperator:
         nx = row_norms_any(self.X)
         if self.a is not None:
             nx = nx * self.a
+            self._zero_rows(nx[:, None], 0, self.n)
         return nx if self.s is None else np.hypot(nx, self.s)
+
+    def _zero_rows(self, Z, i, j):
+        """Set the rows of ``Z`` (rows ``i:j`` of the data) whose clip factor is 0 to 0."""
+        if self._zero is not None:
+            lo, hi = np.searchsorted(self._zero, (i, j))
+            if hi > lo:
+                Z[self._zero[lo:hi] - i] = 0.0
 
     def _row_blocks(self):
         """``[(i, j, rows i:j)]``: CSR views of ``_SPARSE_ROWS`` rows each, built once.
@@ -214,9 +240,11 @@ class RowOperator:
     def _margins(self, Xc, Wd, W, Y, i, j):
         """The margins ``Y * (U W^T)`` of the rows ``i:j`` (``Xc`` their chunk, ``Wd`` the
         contiguous ``W[:, :d]^T``; ``Y=None``: the products ``U W^T`` alone)."""
-        Z = np.asarray(Xc @ Wd)
-        if self.a is not None:
-            Z *= self.a[i:j, None]
+        with np.errstate(over="ignore", invalid="ignore"):  # only rows with a zero factor
+            Z = np.asarray(Xc @ Wd)
+            if self.a is not None:
+                Z *= self.a[i:j, None]
+        self._zero_rows(Z, i, j)
         if self.s is not None:
             Z += self.s * W[:, self.d]
         if Y is not None:
@@ -233,9 +261,11 @@ class RowOperator:
         Wa = np.abs(Wd)
         for i, j, Xc in self._row_chunks():
             Z = self._margins(Xc, Wd, W, Y, i, j)
-            T = np.asarray(abs(Xc) @ Wa)
-            if a is not None:
-                T *= a[i:j, None]
+            with np.errstate(over="ignore", invalid="ignore"):
+                T = np.asarray(abs(Xc) @ Wa)
+                if a is not None:
+                    T *= a[i:j, None]
+            self._zero_rows(T, i, j)
             if s is not None:
                 T += abs(s) * np.abs(W[:, d])
             yield i, j, Z, T

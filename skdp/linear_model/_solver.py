@@ -202,7 +202,13 @@ def _hessian_factors(wflat, U, Y, loss, lam, shape, sw=None, rows=None):
     factors = []
     for H in U.grams(W, Y, curvature):
         H[np.diag_indices(p)] += lam
-        factors.append(linalg.cho_factor(H, lower=False, check_finite=False))
+        try:
+            factors.append(linalg.cho_factor(H, lower=False, check_finite=False))
+        except (np.linalg.LinAlgError, ValueError):
+            # numerically indefinite (collinear columns under a tiny public lam) or not
+            # finite: None ends the calling stage, whatever the data; the factorisation-free
+            # stage 3 still reaches the certificate (no error depends on a record)
+            return None
     return factors
 
 
@@ -424,6 +430,8 @@ def _newton(best, U, Y, loss, lam, B, ok, max_steps, fast, sw=None, rows=None):
                 continue
             rows = None  # the subset's curvature did not halve the gradient: exact from now on
         factors = _hessian_factors(wflat, U, Y, loss, lam, B.shape, sw, rows)
+        if factors is None:
+            break
         step = _newton_direction(factors, g, B.shape)
         slope = float(np.dot(g, step))
         if not (np.all(np.isfinite(step)) and slope < 0):
@@ -479,6 +487,8 @@ def _subsampled_newton(best, U, Y, loss, lam, B, ok, max_steps, sw=None):
         if ok(wflat, gnorm):
             break
         factors = _hessian_factors(wflat, U, Y, loss, lam, B.shape, sw, rows)
+        if factors is None:
+            break
         q = g.copy()
         alphas = []
         for sv, yv, rho in reversed(mem):
