@@ -516,6 +516,11 @@ def check_classes(classes, estimator=None):
     uniq = np.unique(arr)
     if uniq.size != arr.size:
         raise ValueError(f"{who}classes must not contain duplicate labels.")
+    from sklearn.utils.multiclass import type_of_target
+
+    if type_of_target(uniq) == "continuous":  # decided here, on the public list
+        raise ValueError(f"{who}classes must be discrete labels (integers or strings); "
+                         "non-integer floats are not class labels.")
     return uniq
 
 

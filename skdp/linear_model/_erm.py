@@ -1468,7 +1468,9 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
         eps, delta = budget.epsilon, budget.delta
         X, y = validate_private_data(self, X, y, accept_sparse=["csr", "csc"],
                                      dtype=[np.float64, np.float32], ensure_min_samples=2)
-        call_without_values(check_classification_targets, y, name="y")
+        if classes is None:  # declared classes: their type was checked before the charge, and
+            # encode_labels checks membership (a label's type must not decide whether it fits)
+            call_without_values(check_classification_targets, y, name="y")
         classes_, y_idx = encode_labels(y, classes, self)
         n_classes = len(classes_)
         n, d = X.shape
