@@ -1034,3 +1034,21 @@ def test_fits_are_certified_in_floating_point_before_the_backstop(kind, monkeypa
             for route in ("output", "objective"):
                 Est(epsilon=1.0, delta=1e-5, data_norm=1.0, classes=classes, perturbation=route,
                     C=1e4, random_state=0).fit(X, yy)  # little regularisation: large ||W||
+
+
+@pytest.mark.parametrize("perturbation, eps, delta", [("objective", 0.1, 0.0), ("gradient", 0.02, 0.0),
+                                                      ("objective", 1e-5, 1e-5), ("gradient", 1e-5, 1e-5)])
+def test_small_epsilon_wide_fits_do_not_fail_after_the_charge(perturbation, eps, delta):
+    # review 6: with 1000 features the default objective route at delta = 0 and epsilon = 0.1 (its
+    # solver-error release gets 1% of epsilon) and DP-GD at 0.02 needed sampler scales beyond
+    # the exact samplers' range and raised at sampling time, after the charge
+    from skdp import BudgetLedger
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 1000))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = rng.integers(0, 2, 600)
+    ledger = BudgetLedger(epsilon=1.0, delta=1e-4)
+    clf = PrivateLogisticRegression(epsilon=eps, delta=delta, perturbation=perturbation, data_norm=1.0,
+                                    classes=[0, 1], accountant=ledger, random_state=0).fit(X, y)
+    assert np.all(np.isfinite(clf.coef_))

@@ -120,3 +120,16 @@ def test_spec_pickles():
     spec2 = pickle.loads(pickle.dumps(spec))
     assert spec2.params["sigma"] == spec.params["sigma"]
     np.testing.assert_array_equal(spec2.sample(1), spec.sample(1))
+
+
+@pytest.mark.parametrize("k, eps, delta", [(1000, 1e-6, 1e-10), (1, 1e-9, 1e-5)])
+def test_tiny_epsilon_keeps_the_discrete_gaussian_in_range(k, eps, delta):
+    # review 6: sigma / g beyond the exact sampler's 2^40 raised at sampling time (after the
+    # charge); the grid now coarsens and the rounded sensitivity carries it
+    from skdp.mechanisms import Query, calibrate
+
+    spec = calibrate(Query(shape=(k,), l2_sensitivity=2.0), eps, delta, mechanism="analytic_gaussian")
+    p = spec.params
+    assert p["sigma"] / p["grid"] <= 2.0**40
+    assert p["rounded_l2_sensitivity"] == 2.0 + p["grid"] * np.sqrt(k)
+    spec.sample(np.random.default_rng(0))

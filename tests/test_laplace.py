@@ -450,3 +450,18 @@ def test_batch_sampler_matches_single_draws():
                                       .transpose(0, 2, 1))
         for j in (0, 1, 4):
             assert stats.ks_2samp(batch[:, j], single[:, j]).pvalue > 0.001
+
+
+@pytest.mark.parametrize("k, eps", [(1000, 1e-4), (1, 1e-9), (50000, 1e-3)])
+def test_tiny_epsilon_keeps_the_exact_sampler_in_range(k, eps):
+    # review 6: the utility-loss grid put t = ceil((l1/g + k)/eps) beyond the sampler's 2^41 at
+    # small epsilon, and fits raised at sampling time, after the charge. The grid now coarsens
+    # (powers of two) until t is in range; the rounding stays inside the privacy condition.
+    spec = calibrate(Query(shape=(k,), l1_sensitivity=3.0), eps, 0.0, mechanism="laplace")
+    p = spec.params
+    assert p["t"] <= 2**41
+    assert (3.0 / p["grid"] + k) / p["t"] <= eps  # l1 of the rounded query over t (independent)
+    assert p["scale"] == pytest.approx(3.0 / eps, rel=2 * k / 2**39 / eps + 1e-6)
+    spec.sample(np.random.default_rng(0))  # the exact sampler accepts it
+    with pytest.raises(ValueError, match="too small for the exact Laplace sampler"):
+        calibrate(Query(shape=(k,), l1_sensitivity=3.0), k * 2.0**-40, 0.0, mechanism="laplace")

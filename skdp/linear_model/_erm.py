@@ -446,7 +446,8 @@ from .._dask import is_dask_collection
 from .._stats import check_unit_sample_weight, check_weight_structure, computed_row_bound
 from ..base import PrivateEstimatorMixin, private_fit
 from ..mechanisms import Query, calibrate, get_mechanism
-from ..mechanisms._grid import discrete_gaussian_tv_reserve, grid_step, refine_for_reserve
+from ..mechanisms._grid import (coarsen_for_samplers, discrete_gaussian_tv_reserve, grid_step,
+                                refine_for_reserve)
 from ..mechanisms.gaussian import analytic_gaussian_mu, composed_gaussian_spec
 from ._rows import CLIP_FLOOR, RowOperator, as_operator, row_norms_any, safe_matmul
 from ._solver import float_floor, minimize
@@ -1120,7 +1121,9 @@ def _gradient_spec(K, p, n, eps, delta, mechanism, T, batch_size, clip, sparse=F
         # a finer grid where e^eps makes the sampler's reserve large (refine_for_reserve):
         # the rounded sensitivity and sigma0 only shrink with it
         f = float(refine_for_reserve(eps, delta, [sigma0 / g], releases=T, counts=[k])[0])
-        if f < 1.0:
+        # ... or a coarser one where a tiny epsilon puts sigma0 beyond the sampler's range
+        f *= coarsen_for_samplers(1.0, sigma0 / g)
+        if f != 1.0:
             g *= f
             sigma0 *= (step_sens + g * np.sqrt(k)) / rounded
             rounded = step_sens + g * np.sqrt(k)

@@ -110,6 +110,27 @@ def grid_step(sensitivity, extra):
     return g
 
 
+#: largest noise scale, in grid steps, that the calibrations give the exact samplers (half of
+#: the discrete Gaussian's 2^40 and a quarter of the discrete Laplace's 2^41: room for the
+#: small increase of the final scale over the one the grid was chosen for)
+SAMPLER_MAX_STEPS = 2.0**39
+
+
+def coarsen_for_samplers(g, steps):
+    """``g 2^m`` with the least ``m >= 0`` for which ``steps / 2^m <= SAMPLER_MAX_STEPS``.
+
+    ``steps`` is the noise scale in units of ``g``. At a tiny epsilon the scale
+    outgrows the exact samplers' range on the utility-loss grid of
+    :func:`grid_step`; a coarser power of two keeps it in range, and its
+    rounding (folded into the sensitivity by every caller) stays below
+    ``2^-39`` of the noise scale. Public: a function of the calibration's inputs.
+    """
+    g, steps = float(g), float(steps)
+    if not steps > SAMPLER_MAX_STEPS:
+        return g
+    return math.ldexp(g, max(0, math.ceil(math.log2(steps / SAMPLER_MAX_STEPS))))
+
+
 def coordinate_grids(profile, scales):
     """Per-coordinate power-of-two grids for the i.n.i.d. mechanisms.
 

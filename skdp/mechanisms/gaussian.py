@@ -27,7 +27,9 @@ from scipy.special import log_ndtr
 
 from ._base import Mechanism, register
 from ._grid import (
+    SAMPLER_MAX_STEPS,
     GridRelease,
+    coarsen_for_samplers,
     coordinate_grids,
     discrete_gaussian_tv_reserve,
     refine_for_reserve,
@@ -176,6 +178,9 @@ class _IIDGaussian(GridRelease, Mechanism):
         # a finer grid where e^eps makes the sampler's reserve large (refine_for_reserve)
         g *= float(refine_for_reserve(
             epsilon, delta, [self._sigma(epsilon, delta, l2 + g * np.sqrt(k)) / g], counts=[k])[0])
+        # a tiny epsilon: a coarser grid keeps the exact sampler in range (the final sigma, at
+        # delta - reserve, is a little larger: SAMPLER_MAX_STEPS leaves room for it)
+        g = coarsen_for_samplers(g, self._sigma(epsilon, delta, l2 + g * np.sqrt(k)) / g)
         l2g = l2 + g * np.sqrt(k)
         sigma0 = self._sigma(epsilon, delta, l2g)
         reserve = discrete_gaussian_tv_reserve(epsilon, delta, np.full(k, sigma0 / g))
@@ -455,6 +460,8 @@ def composed_gaussian_spec(query, sigma, grid, epsilon, delta):
     sigma, grid = float(sigma), float(grid)
     if not (sigma / grid >= 1.0):
         raise ValueError("sigma must span at least one grid step.")
+    if sigma / grid > 2.0 * SAMPLER_MAX_STEPS:  # the caller coarsens its grid (coarsen_for_samplers)
+        raise ValueError("sigma spans more grid steps than the exact sampler accepts (2^40).")
     mse = (sigma**2 + grid**2 / 4.0) * float(np.sum(query.squared_error_weights()))
     params = {"sigma": sigma, "grid": grid, "l2_sensitivity": query.l2_bound}
     return NoiseSpec(mechanism="analytic_gaussian", query=query, epsilon=float(epsilon),

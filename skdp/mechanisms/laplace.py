@@ -46,7 +46,15 @@ import numpy as np
 from scipy.special import gammaln
 
 from ._base import Mechanism, register
-from ._grid import GridRelease, coordinate_grids, draws_by_scale, grid_step, pow2_at_least
+from ._grid import (
+    SAMPLER_MAX_STEPS,
+    GridRelease,
+    coarsen_for_samplers,
+    coordinate_grids,
+    draws_by_scale,
+    grid_step,
+    pow2_at_least,
+)
 
 __all__ = [
     "laplace_scale",
@@ -270,6 +278,13 @@ class Laplace(GridRelease, _PureMechanism):
         l1, k = query.l1_bound, query.n_released
         g = grid_step(l1, k)
         t = laplace_grid_t(l1, g, k, epsilon)
+        while t > SAMPLER_MAX_STEPS:  # a tiny epsilon: a coarser grid keeps the sampler in range
+            if k / epsilon > SAMPLER_MAX_STEPS / 2:  # the rounding term alone is out of range
+                raise ValueError(
+                    f"epsilon={epsilon:g} is too small for the exact Laplace sampler with {k} "
+                    f"released coordinates (it needs epsilon > {2.0 * k / SAMPLER_MAX_STEPS:.2g}).")
+            g = coarsen_for_samplers(g, t)
+            t = laplace_grid_t(l1, g, k, epsilon)
         beta = t * g
         var = _discrete_laplace_variance(t) * g**2 + g**2 / 4.0
         mse = var * float(np.sum(query.squared_error_weights()))
