@@ -231,7 +231,7 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
         y : ignored
         sample_weight : array-like of shape (n_samples,) or None
             Per-record weights in ``[0, 1]`` (public bound; others raise
-            before anything is charged). Record ``i`` enters the sketch as
+            after the charge, naming no value: the values are private). Record ``i`` enters the sketch as
             the row ``sqrt(w_i) clip(x_i)``, whose norm is still at most
             ``data_norm``: the NDIS analysis only uses that bound, so the
             calibration is unchanged.

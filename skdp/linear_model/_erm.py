@@ -362,8 +362,9 @@ Sample and class weights
 ------------------------
 ``fit(X, y, sample_weight)`` and ``class_weight`` (a public dict) give record
 ``i`` the weight ``w_i = class_weight[y_i] * sample_weight_i`` with the
-**public bound** ``0 <= w_i <= 1`` (weights outside it raise before the
-charge). The objective becomes
+**public bound** ``0 <= w_i <= 1`` (a sample weight outside it raises after
+the charge, which is kept: the values are private; a ``class_weight`` outside
+it raises before). The objective becomes
 
     J_D(W) = (1/n) sum_i w_i sum_k loss(y_ik <w_k, u_i>) + (lambda/2) ||W||_F^2,
 
@@ -403,9 +404,10 @@ means a proportionally smaller regularisation); scikit-learn's equivalence
 ``n`` stays the normaliser); ``class_weight="balanced"`` reads the class
 counts and is refused; the ``C="auto"`` rule keeps ``n`` as the sample size
 (a public rule: it stays private, it only ignores that small weights make the
-effective sample smaller). An error on invalid weights (outside [0, 1],
-non-finite, all zero) is a format error of the data holder's input, raised
-before the charge and naming no value.
+effective sample smaller). An error on invalid sample weights (outside [0, 1]
+or non-finite) is a format error of the data holder's input, raised after the
+charge (their values are private; the charge is kept) and naming no value;
+all-zero weights are accepted (refusing them would reveal them).
 
 References
 ----------
@@ -1448,8 +1450,9 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
             The loss of record ``i`` is multiplied by ``class_weight[y_i] *
             sample_weight[i]``; weights at most 1 leave every sensitivity
             unchanged (derivation in :mod:`skdp.linear_model._erm`). Weights
-            outside [0, 1] or non-finite raise ``ValueError`` before the
-            budget is charged.
+            outside [0, 1] or non-finite raise ``ValueError`` naming no value,
+            after the budget is charged (their values are private; the charge
+            is kept); all-zero weights are accepted.
 
         Returns
         -------

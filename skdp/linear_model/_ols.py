@@ -814,7 +814,7 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             clipped to it.
         sample_weight : array-like of shape (n_samples,) or None
             Per-record weights in ``[0, 1]`` (public bound; others raise
-            before anything is charged). Record ``i`` enters every statistic
+            after the charge, naming no value: the values are private). Record ``i`` enters every statistic
             as the row ``sqrt(w_i) (clip(x_i), c, clip(y_i))``; the
             sensitivities are unchanged (see the class docstring).
 
