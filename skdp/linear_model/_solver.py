@@ -579,7 +579,10 @@ def minimize(U, Y, loss, lam, B, gamma, max_iter, R, sample_weight=None):
         quasi-Newton steps (logistic loss, ``p`` up to :func:`_dense_hessian_max`)
         or L-BFGS iterations (otherwise).
     R : float
-        Public bound on the row norms (for the smoothness ``L = c R^2 + lam``).
+        Public bound on the row norms. The smoothness ``L = c R'^2 + lam`` uses
+        the bound ``R'`` on the rows as computed
+        (:func:`skdp._stats.computed_row_bound`), which may exceed ``R`` by a
+        few ulps.
     sample_weight : ndarray of shape (n,) or None
         Per-record weights in [0, 1] multiplying the loss terms (``None``: all 1);
         the smoothness bound ``L`` holds as well since every weight is at most 1.
@@ -592,7 +595,7 @@ def minimize(U, Y, loss, lam, B, gamma, max_iter, R, sample_weight=None):
     K, p = B.shape
     U = as_operator(U)
     sw = sample_weight
-    L = loss.curvature * float(R) ** 2 + lam
+    L = loss.curvature * computed_row_bound(R, U.d) ** 2 + lam
     # the stopping test, made rigorous in floating point (gradient_error_bound, _Certificate)
     e0, e1 = gradient_error_bound(U, loss, lam, B, R)
     ok = _Certificate(gamma, e0, e1, k=K * p, exact=False, e_lam=_lambda_error(lam),
