@@ -518,9 +518,13 @@ def check_classes(classes, estimator=None):
         raise ValueError(f"{who}classes must not contain duplicate labels.")
     from sklearn.utils.multiclass import type_of_target
 
-    if type_of_target(uniq) == "continuous":  # decided here, on the public list
-        raise ValueError(f"{who}classes must be discrete labels (integers or strings); "
-                         "non-integer floats are not class labels.")
+    with warnings.catch_warnings(), np.errstate(all="ignore"):  # (huge floats: int cast)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        kind = type_of_target(uniq)
+    if kind == "continuous":  # decided here, on the public list
+        raise ValueError(f"{who}classes must be discrete labels: strings, or numbers that are "
+                         "integers within the int64 range (scikit-learn reads these floats as "
+                         "continuous values).")
     return uniq
 
 

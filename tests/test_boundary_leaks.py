@@ -82,7 +82,8 @@ def test_inferred_classes_warn_and_labels_outside_classes_raise_without_values(C
     assert "424242" not in str(err.value)
 
 
-@pytest.mark.parametrize("classes", [[1], [[0, 1]], [0, 0, 1], [0.0, np.nan], [0, 0.5], [0.5, 1.5]])
+@pytest.mark.parametrize("classes", [[1], [[0, 1]], [0, 0, 1], [0.0, np.nan], [0, 0.5], [0.5, 1.5],
+                                     [1e20, 0]])
 def test_bad_classes_raise_before_the_charge(classes):
     # [0, 0.5]: review 6 found the target-type check after the charge, so with these declared
     # classes a data set of 0s fitted and its neighbour with one 0.5 raised

@@ -133,3 +133,20 @@ def test_tiny_epsilon_keeps_the_discrete_gaussian_in_range(k, eps, delta):
     assert p["sigma"] / p["grid"] <= 2.0**40
     assert p["rounded_l2_sensitivity"] == 2.0 + p["grid"] * np.sqrt(k)
     spec.sample(np.random.default_rng(0))
+
+
+def test_epsilon_beyond_the_discrete_gaussian_range_is_refused_at_calibration():
+    # review 7: once g sqrt(k) dominates the rounded sensitivity, coarsening cannot bring sigma/g
+    # below sqrt(k)/mu: at epsilon ~1e-12 calibration accepted a scale the sampler then refused
+    # (after the charge); it now raises when calibrating (before the charge in the estimators)
+    from skdp.linear_model import PrivateOLS
+    from skdp.mechanisms import Query, calibrate
+
+    with pytest.raises(ValueError, match="too small for the exact discrete Gaussian"):
+        calibrate(Query(shape=(1,), l2_sensitivity=1.0), 1e-12, 1e-6, mechanism="gaussian")
+    # AdaSSP's joint calibration coarsens its grids too (it raised at sampling, after the charge)
+    X = np.random.default_rng(0).uniform(-0.5, 0.5, size=(200, 3))
+    reg = PrivateOLS(method="adassp", epsilon=1e-12, delta=1e-6, data_norm=1.0, label_bound=1.0,
+                     random_state=0).fit(X, X[:, 0])
+    assert np.all(np.isfinite(reg.coef_))
+    assert all(s.params["sigma"] / s.params["grid"] <= 2.0**40 for s in reg.noise_spec_)

@@ -698,15 +698,16 @@ def test_mean_route_releases_the_clipped_label_mean():
     assert reg.intercept_ == pytest.approx(np.clip(y, -1, 1).mean(), abs=1e-4)
     assert np.all(reg.coef_ == 0.0) and reg.coef_.shape == (3,)
     assert (reg.privacy_spent_.epsilon, reg.privacy_spent_.delta, reg.delta_) == (eps, 0.0, 0.0)
-    # Laplace with l1 sensitivity 2 c B (c = data_norm, up to the rounding bound), scale
+    # Laplace with l1 sensitivity 2 c B (c = B = label_bound, up to the rounding bound), scale
     # Delta_1 / epsilon up to the grid's rounding of t
     spec = reg.noise_spec_
     assert spec.mechanism == "laplace"
-    assert spec.params["l1_sensitivity"] == pytest.approx(2 * 2.0 * 1.0, rel=1e-6)
+    assert spec.params["l1_sensitivity"] == pytest.approx(2 * 1.0 * 1.0, rel=1e-6)
     assert 1.0 <= spec.params["scale"] * eps / spec.params["l1_sensitivity"] < 1.25
     reg.fit(X, y, sample_weight=w)
     assert reg.intercept_ == pytest.approx(np.sum(w * np.clip(y, -1, 1)) / w.sum(), abs=1e-4)
-    assert reg.noise_spec_.params["l1_sensitivity"] == pytest.approx(max(4.0, 2.0 + 4.0), rel=1e-6)
+    # weighted: max(2 c B, c B + c^2) = 2 B^2 at c = B: no more noise than without weights
+    assert reg.noise_spec_.params["l1_sensitivity"] == pytest.approx(2.0, rel=1e-6)
     # the intercept is clipped to the public label range (post-processing)
     tiny = PrivateOLS(method="mean", epsilon=1e-3, data_norm=1.0, label_bound=1.0, random_state=1)
     assert abs(tiny.fit(X[:5], y[:5]).intercept_) <= 1.0
@@ -783,8 +784,26 @@ def test_mean_route_reads_no_feature_bound():
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
         reg = PrivateOLS(method="mean", label_bound=1.0, random_state=0).fit(X, y)
-    assert reg.data_norm_ == 1.0 and np.all(reg.coef_ == 0)
+    assert reg.data_norm_ is None and np.all(reg.coef_ == 0)
     ref = PrivateOLS(method="mean", label_bound=1.0, data_norm=1.0, random_state=0).fit(X, y)
     assert reg.intercept_ == ref.intercept_
     with pytest.warns(PrivacyLeakWarning, match="data_norm"):  # the other routes infer it
         PrivateOLS(method="ssp", label_bound=1.0, random_state=0).fit(X, y)
+
+
+def test_mean_route_calibrates_before_the_charge_without_data_norm():
+    # review 7: the pre-charge calibration required data_norm, which "mean" never uses, so an
+    # epsilon too small for the sampler raised after the charge when only label_bound was given
+    from skdp import BudgetLedger
+
+    X, y, _ = _data(n=200, d=2)
+    ledger = BudgetLedger(epsilon=1.0, delta=0.0)
+    with pytest.raises(ValueError, match="too small"):
+        PrivateOLS(method="mean", epsilon=1e-12, label_bound=2.0, accountant=ledger).fit(X, y)
+    assert ledger.spent.epsilon == 0.0
+    # and the weighted release is no noisier for a large data_norm (c = label_bound)
+    w = np.ones(200)
+    a = PrivateOLS(method="mean", label_bound=2.0, data_norm=100.0, random_state=0).fit(X, y, sample_weight=w)
+    b = PrivateOLS(method="mean", label_bound=2.0, random_state=0).fit(X, y, sample_weight=w)
+    assert a.noise_spec_.params["scale"] == b.noise_spec_.params["scale"]
+    assert a.intercept_ == b.intercept_

@@ -31,7 +31,8 @@ from ..base import PrivateEstimatorMixin, private_fit
 from ..exceptions import PrivacyGuaranteeWarning
 from ..leverage import leverage_scores, residual_scores
 from ..mechanisms import NoiseSpec, Query, calibrate
-from ..mechanisms._grid import discrete_gaussian_tv_reserve, grid_step, refine_for_reserve
+from ..mechanisms._grid import (SAMPLER_MAX_STEPS, coarsen_for_samplers, discrete_gaussian_tv_reserve,
+                                grid_step, refine_for_reserve)
 from ..mechanisms.gaussian import analytic_gaussian_mu
 from ..mechanisms.ndis import (
     als_F,
@@ -218,6 +219,8 @@ def _joint_gaussian_specs(queries, shares, epsilon, delta):
     factors = refine_for_reserve(epsilon, delta, grid_scales(),
                                  counts=[q.n_released for q in queries])
     grids = [g * float(f) for g, f in zip(grids, factors)]
+    # ... or coarser ones where a tiny epsilon puts a scale beyond the exact sampler's range
+    grids = [coarsen_for_samplers(g, s) for g, s in zip(grids, grid_scales())]
     rounded = [q.l2_bound + g * np.sqrt(q.n_released) for q, g in zip(queries, grids)]
     reserves = [discrete_gaussian_tv_reserve(epsilon, delta, np.full(q.n_released, scale))
                 for q, scale in zip(queries, grid_scales())]
@@ -226,6 +229,10 @@ def _joint_gaussian_specs(queries, shares, epsilon, delta):
     specs = []
     for q, g, dg, w, res in zip(queries, grids, rounded, shares, reserves):
         sigma = dg / (np.sqrt(w) * mu)
+        if sigma / g > 2.0 * SAMPLER_MAX_STEPS:  # even the coarsened grid: epsilon too small
+            raise ValueError(
+                f"epsilon={epsilon:g} is too small for the exact discrete Gaussian sampler "
+                "(the noise would span more than 2^40 grid steps).")
         mse = (sigma**2 + g**2 / 4.0) * float(np.sum(q.squared_error_weights()))
         params = {"sigma": float(sigma), "grid": float(g), "l2_sensitivity": float(q.l2_bound),
                   "rounded_l2_sensitivity": float(dg), "tv_reserve": float(res),
@@ -508,13 +515,15 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         The intercept-only model: ``coef_ = 0`` and ``intercept_`` the mean
         of the clipped labels, released by the Laplace mechanism on a grid
         (Dwork et al. 2006; the discrete Laplace of Canonne, Kamath & Steinke
-        2020). The rows ``sqrt(w) (c, clip_B(y))`` go through the chunked
-        kernel without the features; the release is ``s = c sum_i w_i y_i``
-        (with weights also ``m = c^2 sum_i w_i``, clipped to ``[c^2, n c^2]``;
+        2020). The rows ``sqrt(w) (c, clip_B(y))`` with ``c = B`` (the
+        constant cancels in the intercept) go through the chunked kernel
+        without the features; the release is ``s = c sum_i w_i y_i`` (with
+        weights also ``m = c^2 sum_i w_i``, clipped to ``[c^2, n c^2]``;
         without weights ``m = n c^2`` is public) and ``intercept_ = c s / m``,
         clipped to ``[-B, B]``. Replace-one l1 sensitivity ``2 c B`` (with
-        weights ``max(2 c B, c B + c^2)``, ``_mean_sensitivity``). It spends
-        ``(epsilon, 0)`` whatever ``delta`` allows. The baseline every
+        weights ``max(2 c B, c B + c^2)``, ``_mean_sensitivity``): ``2 B^2``
+        in both cases at ``c = B``. It spends ``(epsilon, 0)`` whatever
+        ``delta`` allows, and needs no ``data_norm``. The baseline every
         private regression has to beat, and what ``"auto"`` returns when the
         budget cannot pay for the features: at ``n epsilon`` small the SSP
         intercept alone (one entry of a Gaussian release shared with every
@@ -649,8 +658,8 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         The delta used (``delta`` or ``1/n^2``; 0 for "mean").
     data_norm_, label_bound_ : float
         The bounds used (inferred ones with a PrivacyLeakWarning). "mean"
-        never reads the features: without ``data_norm`` it uses 1.0 (the
-        constant of the intercept column) and infers nothing.
+        never reads the features: without ``data_norm`` it infers nothing
+        and ``data_norm_`` is None.
     privacy_spent_ : PrivacyBudget
     n_features_in_ : int
 
@@ -784,12 +793,12 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
              Query((p,), l2_sensitivity=2.0 * np.sqrt(Lx2) * lb + 2.0 * rnd)],
             _adassp_shares(data_norm, lb, c0), epsilon, delta)
 
-    def _mean_spec(self, n, data_norm, lb, epsilon, weighted):
+    def _mean_spec(self, n, lb, epsilon, weighted):
         """The Laplace release of the "mean" route (public inputs only: also used before the
-        charge). Sensitivity: :func:`_mean_sensitivity` at the computed bounds, plus twice the
-        kernel's rounding bound per released entry (class docstring, "Floating-point
-        computation")."""
-        c, B = computed_row_bound(data_norm, 0), computed_row_bound(lb, 0)
+        charge), its constant column ``c = label_bound``. Sensitivity: :func:`_mean_sensitivity`
+        at the computed bounds, plus twice the kernel's rounding bound per released entry
+        (class docstring, "Floating-point computation")."""
+        c = B = computed_row_bound(lb, 0)
         rnd = gram_rounding_bound(n, 0, 2, c * c + B * B, chunk_rows=self.chunk_size)
         k = 2 if weighted else 1
         query = Query((2,) if weighted else (), l1_sensitivity=_mean_sensitivity(c, B, weighted)
@@ -856,13 +865,13 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         sparse = sp.issparse(X)  # public: the input's format (it sets the kernel's chunks)
 
         def curve():  # SSP-type releases are Gaussian: calibrated from public inputs before the charge
-            if (method not in ("ssp", "adassp", "mean") or self.data_norm is None
+            if method == "mean" and self.label_bound is not None:  # (it needs no data_norm)
+                pre["specs"] = [self._mean_spec(n, float(self.label_bound), epsilon,
+                                                sample_weight is not None)]
+                return release_curve(pre["specs"])
+            if (method not in ("ssp", "adassp") or self.data_norm is None
                     or self.label_bound is None or not d_public):
                 return None
-            if method == "mean":
-                pre["specs"] = [self._mean_spec(n, float(self.data_norm), float(self.label_bound),
-                                                epsilon, sample_weight is not None)]
-                return release_curve(pre["specs"])
             pre["specs"] = self._ssp_specs(method, n, d_public + int(self.fit_intercept),
                                            float(self.data_norm), float(self.label_bound),
                                            epsilon, delta, sparse)
@@ -881,10 +890,11 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             y = np.asarray(y, dtype=np.float64)
         n, p0 = X.shape
         if method == "mean" and self.data_norm is None:
-            data_norm = 1.0  # the intercept column's constant: this route never reads the features
+            data_norm = 1.0  # unused: this route never reads the features (nothing is inferred)
+            self.data_norm_ = None
         else:
             data_norm = check_data_norm(X, self.data_norm, estimator=self)
-        self.data_norm_ = data_norm
+            self.data_norm_ = data_norm
         if self.label_bound is None:
             lb = float(np.max(np.abs(y))) if y.size else 0.0
             _leak_warning(self, "label_bound", "label_bound_")
@@ -946,8 +956,10 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                 theta = linalg.lstsq(S[:, :p], S[:, p])[0]
             self.sigma_ = float(sigma)
         elif method == "mean":
-            theta = self._fit_mean(X, y, sample_weight, n, p, c, lb, epsilon, pre, rng,
-                                   (n_public, d_public))
+            intercept = self._fit_mean(X, y, sample_weight, n, lb, epsilon, pre, rng,
+                                       (n_public, d_public))
+            self.method_, self.coef_, self.intercept_ = method, np.zeros(p0), intercept
+            return self
         elif method == "ssp":
             A = clipped_gram(Z, None, chunk_rows=self.chunk_size)
             if "specs" in pre:
@@ -995,19 +1007,22 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             self.intercept_ = 0.0
         return self
 
-    def _fit_mean(self, X, y, sample_weight, n, p, c, lb, epsilon, pre, rng, charged_shape):
-        """The "mean" route: ``theta = (0, ..., 0, s / (n c^2))`` from the Laplace release of
-        ``s = c sum_i clip_B(y_i)`` (with weights, of ``(s, c^2 sum_i w_i)``; the count is
-        clipped to its public range ``[c^2, n c^2]``). The rows ``(c, clip_B(y))`` go through
-        the chunked kernel (dask: on the workers) without the features."""
+    def _fit_mean(self, X, y, sample_weight, n, lb, epsilon, pre, rng, charged_shape):
+        """The "mean" route's intercept ``c s / m`` from the Laplace release of ``s = c sum_i
+        clip_B(y_i)`` (with weights, of ``(s, m)``, ``m = c^2 sum_i w_i``, clipped to its
+        public range ``[c^2, n c^2]``; without, ``m = n c^2``), with ``c = B`` (the constant
+        cancels; ``c = B`` makes the weighted sensitivity ``2 B^2``, as the unweighted one).
+        The rows ``(c, clip_B(y))`` go through the chunked kernel (dask: on the workers)
+        without the features."""
+        c = lb
         rows = X[:, :0] if is_dask_collection(X) else np.empty((n, 0))
         Z = AugmentedRows(rows, None, y=y, label_bound=lb, intercept=c, sample_weight=sample_weight)
         G = clipped_gram(Z, None, chunk_rows=self.chunk_size)  # [[c^2 sum w, c sum w y], [., .]]
         weighted = sample_weight is not None
         if "specs" in pre:
             self._check_charged_shape(charged_shape, (n, X.shape[1]))
-        else:  # bounds inferred after the charge
-            pre["specs"] = [self._mean_spec(n, c, lb, epsilon, weighted)]
+        else:  # the label bound was inferred after the charge
+            pre["specs"] = [self._mean_spec(n, lb, epsilon, weighted)]
         (spec,) = pre["specs"]
         top = float(n) * c * c
         if weighted:
@@ -1016,10 +1031,8 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         else:
             s, m = spec.privatize(G[0, 1], rng), top
         self.noise_spec_ = spec
-        theta = np.zeros(p)
-        # the intercept theta c is clipped to the public label range (post-processing)
-        theta[-1] = float(np.clip(float(s) / m, -lb / c, lb / c))
-        return theta
+        # the intercept is clipped to the public label range (post-processing)
+        return float(np.clip(c * float(s) / m, -lb, lb))
 
     def predict(self, X):
         """Predict with the private linear model.

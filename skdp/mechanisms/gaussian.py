@@ -185,6 +185,10 @@ class _IIDGaussian(GridRelease, Mechanism):
         sigma0 = self._sigma(epsilon, delta, l2g)
         reserve = discrete_gaussian_tv_reserve(epsilon, delta, np.full(k, sigma0 / g))
         sigma = self._sigma(epsilon, delta - reserve, l2g)
+        if sigma / g > 2.0 * SAMPLER_MAX_STEPS:  # even the coarsest useful grid: epsilon too small
+            raise ValueError(
+                f"epsilon={epsilon:g} is too small for the exact discrete Gaussian sampler with {k} "
+                "released coordinates (the noise would span more than 2^40 grid steps).")
         mse = (sigma**2 + g**2 / 4.0) * float(np.sum(query.squared_error_weights()))
         return {"sigma": sigma, "l2_sensitivity": l2, "grid": g, "rounded_l2_sensitivity": l2g,
                 "tv_reserve": reserve}, mse
