@@ -539,10 +539,10 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         ``n``; the pure route's Laplace for ``delta = 0``). Measured
         (``benchmarks/bench_ols.py --weak``, diabetes and synthetic data,
         n = 309 to 10 000, d = 5 to 50, 10 seeds): at 0.1 and above the
-        private mean beats SSP in every cell, by 1.03x to 9x; below it SSP
+        private mean beats SSP in every cell, by 1.03x to 8x; below it SSP
         is better on diabetes (by up to 25%), while the synthetic data,
         whose rows have a third of the bound's squared norm on average,
-        would still gain up to 1.49x from the mean between 0.05 and 0.1
+        would still gain up to 1.52x from the mean between 0.05 and 0.1
         (left to SSP: the signal strength that decides it is private). Otherwise
         ``rho`` is the noise-to-signal ratio of ``"ssp"`` at
         ``label_bound = data_norm`` (``_auto_rho``); ``"adassp"`` when
