@@ -303,7 +303,7 @@ class AugmentedRows:
         """Clip factor times ``sqrt(w)`` of the rows ``start:stop`` (None: all ones)."""
         f = None
         if self.data_norm is not None:
-            f = np.minimum(1.0, self.data_norm / np.maximum(norms, np.finfo(np.float64).tiny))
+            f = np.minimum(1.0, self.data_norm / np.maximum(norms, NORMAL_MIN))
             f[f < NORMAL_MIN] = 0.0  # no subnormal factor: such a row enters as 0 (NORMAL_MIN)
         if self.sqrt_w is not None:
             sw = self.sqrt_w[start:stop]

@@ -31,8 +31,8 @@ from ..base import PrivateEstimatorMixin, private_fit
 from ..exceptions import PrivacyGuaranteeWarning
 from ..leverage import leverage_scores, residual_scores
 from ..mechanisms import NoiseSpec, Query, calibrate
-from ..mechanisms._grid import (SAMPLER_MAX_STEPS, coarsen_for_samplers, discrete_gaussian_tv_reserve,
-                                grid_step, refine_for_reserve)
+from ..mechanisms._grid import (check_gaussian_steps, coarsen_for_samplers,
+                                discrete_gaussian_tv_reserve, grid_step, refine_for_reserve)
 from ..mechanisms.gaussian import analytic_gaussian_mu
 from ..mechanisms.ndis import (
     als_F,
@@ -229,10 +229,7 @@ def _joint_gaussian_specs(queries, shares, epsilon, delta):
     specs = []
     for q, g, dg, w, res in zip(queries, grids, rounded, shares, reserves):
         sigma = dg / (np.sqrt(w) * mu)
-        if sigma / g > 2.0 * SAMPLER_MAX_STEPS:  # even the coarsened grid: epsilon too small
-            raise ValueError(
-                f"epsilon={epsilon:g} is too small for the exact discrete Gaussian sampler "
-                "(the noise would span more than 2^40 grid steps).")
+        check_gaussian_steps(sigma / g, epsilon)
         mse = (sigma**2 + g**2 / 4.0) * float(np.sum(q.squared_error_weights()))
         params = {"sigma": float(sigma), "grid": float(g), "l2_sensitivity": float(q.l2_bound),
                   "rounded_l2_sensitivity": float(dg), "tv_reserve": float(res),
@@ -262,12 +259,21 @@ AUTO_ADASSP_RHO = (0.2, 1.5)
 AUTO_ADASSP_MIN_D = 20
 
 
+def _unit_entry_noise(d, epsilon, delta, c):
+    """Standard deviation of one entry of the "ssp" noise at unit bounds (``data_norm =
+    label_bound = 1``, intercept constant ``c``): Gaussian for ``delta > 0``; for ``delta = 0``
+    the pure route's Laplace (``sqrt(2)`` times its scale)."""
+    if delta == 0:
+        return float(np.sqrt(2.0) * _ssp_l1_sensitivity(1.0, 1.0, c, d) / epsilon)
+    return float(_ssp_sensitivity(1.0, 1.0, c) / analytic_gaussian_mu(epsilon, delta))
+
+
 def _auto_rho(n, d, epsilon, delta, fit_intercept):
     """``rho`` of "ssp" at ``label_bound = data_norm`` (scale free): a function of
     (n, d, epsilon, delta) only, used by ``method="auto"``."""
     c = 1.0 if fit_intercept else 0.0
     p = d + int(fit_intercept)
-    s = _ssp_sensitivity(1.0, 1.0, c) / analytic_gaussian_mu(epsilon, delta)
+    s = _unit_entry_noise(d, epsilon, delta, c)
     return _noise_to_signal(_spectral_bound(s, p), n, p, 1.0 + c * c)
 
 
@@ -281,13 +287,10 @@ def _auto_intercept_noise(n, d, epsilon, delta):
 
     At unit bounds (``data_norm = label_bound = 1``, ``c = 1``) the intercept
     is ``(sum_i y_i + e) / n`` with ``e`` one entry of the SSP noise: its
-    standard deviation is the per-entry noise scale over ``n``. Gaussian for
-    ``delta > 0``; for ``delta = 0`` the pure route's Laplace (``sqrt(2)``
-    times its scale). A function of ``(n, d, epsilon, delta)`` only.
+    standard deviation is the per-entry noise scale (:func:`_unit_entry_noise`)
+    over ``n``. A function of ``(n, d, epsilon, delta)`` only.
     """
-    if delta == 0:
-        return float(np.sqrt(2.0) * _ssp_l1_sensitivity(1.0, 1.0, 1.0, d) / epsilon / n)
-    return float(_ssp_sensitivity(1.0, 1.0, 1.0) / analytic_gaussian_mu(epsilon, delta) / n)
+    return _unit_entry_noise(d, epsilon, delta, 1.0) / n
 
 
 def _auto_method(n, d, epsilon, delta, fit_intercept):
@@ -330,11 +333,16 @@ def _intercept_count(A, p, n, c, weighted):
     public range ``[c^2, n c^2]`` (at least one record's weight, as
     PrivatePCA floors its noisy total weight).
     """
+    A[p - 1, p - 1] = _public_count(A[p - 1, p - 1], n, c, weighted)
+
+
+def _public_count(noisy, n, c, weighted):
+    """``c^2 sum_i w_i`` as used: ``n c^2`` without weights (public; ``noisy`` is ignored),
+    else the noisy release clipped to its public range ``[c^2, n c^2]``."""
     top = float(n) * float(c) * float(c)
     if not weighted:
-        A[p - 1, p - 1] = top
-    else:
-        A[p - 1, p - 1] = min(max(float(A[p - 1, p - 1]), float(c) * float(c)), top)
+        return top
+    return min(max(float(noisy), float(c) * float(c)), top)
 
 
 def _psd_solve(A, b, ridge=0.0, floor=0.0, free_last=False):
@@ -918,6 +926,14 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         r = self._sketch_rows(p) if method in ("sketch", "ls", "als") else self.sketch_size
         self.sketch_size_ = r
         self.sigma_, self.noise_spec_, self.ridge_, self.floor_ = None, None, 0.0, 0.0
+        # the releases calibrated before the charge, for the shape charged for; or now, when a
+        # bound was inferred after the charge
+        if "specs" in pre:
+            self._check_charged_shape((n_public, d_public), (n, p0))
+        elif method == "mean":
+            pre["specs"] = [self._mean_spec(n, lb, epsilon, sample_weight is not None)]
+        elif method in ("ssp", "adassp"):
+            pre["specs"] = self._ssp_specs(method, n, p, data_norm, lb, epsilon, delta, sparse)
         if method in ("ls", "als") or self.relative_dp:  # these routes need the rows in memory
             Z = materialize(Z)
             X, y = Z[:, :p], Z[:, p]
@@ -956,16 +972,11 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                 theta = linalg.lstsq(S[:, :p], S[:, p])[0]
             self.sigma_ = float(sigma)
         elif method == "mean":
-            intercept = self._fit_mean(X, y, sample_weight, n, lb, epsilon, pre, rng,
-                                       (n_public, d_public))
+            intercept = self._fit_mean(X, y, sample_weight, n, lb, pre["specs"][0], rng)
             self.method_, self.coef_, self.intercept_ = method, np.zeros(p0), intercept
             return self
         elif method == "ssp":
             A = clipped_gram(Z, None, chunk_rows=self.chunk_size)
-            if "specs" in pre:
-                self._check_charged_shape((n_public, d_public), (n, p0))
-            else:  # bounds inferred after the charge
-                pre["specs"] = self._ssp_specs(method, n, p, data_norm, lb, epsilon, delta, sparse)
             (spec,) = pre["specs"]
             A = spec.privatize(A, rng)
             if self.fit_intercept:
@@ -981,10 +992,6 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             A = clipped_gram(Z, None, chunk_rows=self.chunk_size)  # [[X^T X, X^T y], [., y^T y]]
             G, Xty = A[:p, :p], A[:p, p]
             lam_min = float(linalg.eigvalsh(G, subset_by_index=[0, 0])[0]) if p > 0 else 0.0
-            if "specs" in pre:
-                self._check_charged_shape((n_public, d_public), (n, p0))
-            else:  # bounds inferred after the charge
-                pre["specs"] = self._ssp_specs(method, n, p, data_norm, lb, epsilon, delta, sparse)
             spec_l, spec_g, spec_b = pre["specs"]
             s1 = np.sqrt(spec_l.expected_squared_error)
             s2 = np.sqrt(spec_g.expected_squared_error / (p * p))
@@ -1007,7 +1014,7 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             self.intercept_ = 0.0
         return self
 
-    def _fit_mean(self, X, y, sample_weight, n, lb, epsilon, pre, rng, charged_shape):
+    def _fit_mean(self, X, y, sample_weight, n, lb, spec, rng):
         """The "mean" route's intercept ``c s / m`` from the Laplace release of ``s = c sum_i
         clip_B(y_i)`` (with weights, of ``(s, m)``, ``m = c^2 sum_i w_i``, clipped to its
         public range ``[c^2, n c^2]``; without, ``m = n c^2``), with ``c = B`` (the constant
@@ -1019,17 +1026,11 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         Z = AugmentedRows(rows, None, y=y, label_bound=lb, intercept=c, sample_weight=sample_weight)
         G = clipped_gram(Z, None, chunk_rows=self.chunk_size)  # [[c^2 sum w, c sum w y], [., .]]
         weighted = sample_weight is not None
-        if "specs" in pre:
-            self._check_charged_shape(charged_shape, (n, X.shape[1]))
-        else:  # the label bound was inferred after the charge
-            pre["specs"] = [self._mean_spec(n, lb, epsilon, weighted)]
-        (spec,) = pre["specs"]
-        top = float(n) * c * c
         if weighted:
             s, m = spec.privatize(np.array([G[0, 1], G[0, 0]]), rng)
-            m = min(max(float(m), c * c), top)
         else:
-            s, m = spec.privatize(G[0, 1], rng), top
+            s, m = spec.privatize(G[0, 1], rng), None
+        m = _public_count(m, n, c, weighted)
         self.noise_spec_ = spec
         # the intercept is clipped to the public label range (post-processing)
         return float(np.clip(c * float(s) / m, -lb, lb))

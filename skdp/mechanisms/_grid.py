@@ -131,6 +131,15 @@ def coarsen_for_samplers(g, steps):
     return math.ldexp(g, max(0, math.ceil(math.log2(steps / SAMPLER_MAX_STEPS))))
 
 
+def check_gaussian_steps(steps, epsilon):
+    """Raise where a discrete Gaussian scale, in grid steps, is beyond the exact sampler's 2^40
+    even on the coarsened grid (:func:`coarsen_for_samplers`): the epsilon is too small."""
+    if float(steps) > 2.0 * SAMPLER_MAX_STEPS:
+        raise ValueError(
+            f"epsilon={float(epsilon):g} is too small for the exact discrete Gaussian sampler "
+            "(the noise would span more than 2^40 grid steps).")
+
+
 def coordinate_grids(profile, scales):
     """Per-coordinate power-of-two grids for the i.n.i.d. mechanisms.
 

@@ -27,8 +27,8 @@ from scipy.special import log_ndtr
 
 from ._base import Mechanism, register
 from ._grid import (
-    SAMPLER_MAX_STEPS,
     GridRelease,
+    check_gaussian_steps,
     coarsen_for_samplers,
     coordinate_grids,
     discrete_gaussian_tv_reserve,
@@ -185,10 +185,7 @@ class _IIDGaussian(GridRelease, Mechanism):
         sigma0 = self._sigma(epsilon, delta, l2g)
         reserve = discrete_gaussian_tv_reserve(epsilon, delta, np.full(k, sigma0 / g))
         sigma = self._sigma(epsilon, delta - reserve, l2g)
-        if sigma / g > 2.0 * SAMPLER_MAX_STEPS:  # even the coarsest useful grid: epsilon too small
-            raise ValueError(
-                f"epsilon={epsilon:g} is too small for the exact discrete Gaussian sampler with {k} "
-                "released coordinates (the noise would span more than 2^40 grid steps).")
+        check_gaussian_steps(sigma / g, epsilon)
         mse = (sigma**2 + g**2 / 4.0) * float(np.sum(query.squared_error_weights()))
         return {"sigma": sigma, "l2_sensitivity": l2, "grid": g, "rounded_l2_sensitivity": l2g,
                 "tv_reserve": reserve}, mse
@@ -464,8 +461,7 @@ def composed_gaussian_spec(query, sigma, grid, epsilon, delta):
     sigma, grid = float(sigma), float(grid)
     if not (sigma / grid >= 1.0):
         raise ValueError("sigma must span at least one grid step.")
-    if sigma / grid > 2.0 * SAMPLER_MAX_STEPS:  # the caller coarsens its grid (coarsen_for_samplers)
-        raise ValueError("sigma spans more grid steps than the exact sampler accepts (2^40).")
+    check_gaussian_steps(sigma / grid, epsilon)  # the caller coarsens its grid first
     mse = (sigma**2 + grid**2 / 4.0) * float(np.sum(query.squared_error_weights()))
     params = {"sigma": sigma, "grid": grid, "l2_sensitivity": query.l2_bound}
     return NoiseSpec(mechanism="analytic_gaussian", query=query, epsilon=float(epsilon),
