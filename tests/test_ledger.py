@@ -274,7 +274,11 @@ def test_sqlite_concurrent_processes_never_overspend(fast_dir):
     # every successful spend is recorded exactly once, nothing else is
     assert len(records) == len(successes)
     assert sorted(r.epsilon for r in records) == sorted(successes)
-    assert {r.pid for r in records} == {pid for pid, _ in results}
+    # each success is recorded under its process's pid; a process that the scheduler started
+    # after the others had filled the budget has no success and no record (CI saw it once)
+    winners = {pid for pid, ok in results if ok}
+    assert {r.pid for r in records} == winners
+    assert len(winners) >= 2  # the spends of several processes did interleave
     total = math.fsum(successes)
     assert total <= budget * (1 + 1e-12)
     # some spends were refused, and the budget was (nearly) filled
