@@ -136,8 +136,9 @@ def check_gaussian_steps(steps, epsilon):
     even on the coarsened grid (:func:`coarsen_for_samplers`): the epsilon is too small."""
     if float(steps) > 2.0 * SAMPLER_MAX_STEPS:
         raise ValueError(
-            f"epsilon={float(epsilon):g} is too small for the exact discrete Gaussian sampler "
-            "(the noise would span more than 2^40 grid steps).")
+            f"epsilon={float(epsilon):g} (this release's share of the fit's epsilon) is too "
+            "small for the exact discrete Gaussian sampler (the noise would span more than "
+            "2^40 grid steps); raise the epsilon.")
 
 
 def coordinate_grids(profile, scales):

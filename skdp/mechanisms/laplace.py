@@ -281,8 +281,9 @@ class Laplace(GridRelease, _PureMechanism):
         while t > SAMPLER_MAX_STEPS:  # a tiny epsilon: a coarser grid keeps the sampler in range
             if k / epsilon > SAMPLER_MAX_STEPS / 2:  # the rounding term alone is out of range
                 raise ValueError(
-                    f"epsilon={epsilon:g} is too small for the exact Laplace sampler with {k} "
-                    f"released coordinates (it needs epsilon > {2.0 * k / SAMPLER_MAX_STEPS:.2g}).")
+                    f"epsilon={epsilon:g} (this release's share of the fit's epsilon) is too small "
+                    f"for the exact Laplace sampler with {k} released coordinates (the share "
+                    f"must exceed {2.0 * k / SAMPLER_MAX_STEPS:.2g}); raise the epsilon.")
             g = coarsen_for_samplers(g, t)
             t = laplace_grid_t(l1, g, k, epsilon)
         beta = t * g
