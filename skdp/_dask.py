@@ -282,6 +282,24 @@ def validate_fit_data(estimator, X, y=None, *, requires_y=False, **validate_kwar
     return validate_private_data(estimator, X, **validate_kwargs)
 
 
+def check_dask_finite(X):
+    """Raise, naming no value, unless every entry of the dask array ``X`` is a finite number.
+
+    For routes that never read the features (``PrivateOLS(method="mean")``):
+    they reject NaN and infinity like the numpy path's validation does. Each
+    block is converted (:func:`_convert_block`) and checked on its worker;
+    one boolean reaches the client.
+    """
+    import dask.array as da
+
+    X = _as_array(X, "X")
+    dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.float64
+    Xf = X.map_blocks(_convert_block, "X", dtype=dtype)
+    (ok,) = _compute_without_values(da.all(da.isfinite(Xf)), name="X")
+    if not ok:
+        raise ValueError("Input X contains NaN or infinity.")
+
+
 def check_dask_weights(sample_weight, n):
     """Validate dask weights against ``[0, 1]`` on the workers (one boolean to the client).
 

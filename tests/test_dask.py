@@ -70,6 +70,26 @@ def test_nan_raises_without_values(client):
     assert dask_max_row_norm(da.from_array(X, chunks=(1000, 7))) == np.inf
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_ols_mean_rejects_nonfinite_features_like_numpy(client, bad):
+    """The mean route never reads the features' values, but on dask as on numpy a NaN or an
+    infinity in X is refused (it was fitted on dask and refused on numpy), naming no value."""
+    X, y = _data(3000, 4)
+    X /= np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1.0)
+    X[2100, 1] = bad
+    make = lambda: PrivateOLS(method="mean", label_bound=1.0, random_state=0)  # noqa: E731
+    with pytest.raises(ValueError, match="Input X contains"):
+        make().fit(X, y)
+    est = make()
+    with pytest.raises(ValueError, match="Input X contains NaN or infinity") as err:
+        est.fit(da.from_array(X, chunks=(700, 4)), da.from_array(y, chunks=700))
+    assert "2100" not in str(err.value)
+    assert not hasattr(est, "intercept_")
+    X[2100, 1] = 0.25  # finite again: fits
+    assert np.isfinite(make().fit(da.from_array(X, chunks=(700, 4)),
+                                  da.from_array(y, chunks=700)).intercept_)
+
+
 def test_unknown_chunks_refused():
     X, _ = _data(200, 3)
     Xd = da.from_array(X, chunks=(50, 3))

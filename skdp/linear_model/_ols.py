@@ -15,7 +15,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from .._budget import PrivacyBudget
-from .._dask import is_dask_collection, validate_fit_data
+from .._dask import check_dask_finite, is_dask_collection, validate_fit_data
 from .._stats import (UNIT_ROUNDOFF, AugmentedRows, check_unit_sample_weight,
                       check_weight_structure, clipped_gram, computed_row_bound,
                       gram_rounding_bound, materialize)
@@ -1020,9 +1020,14 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         public range ``[c^2, n c^2]``; without, ``m = n c^2``), with ``c = B`` (the constant
         cancels; ``c = B`` makes the weighted sensitivity ``2 B^2``, as the unweighted one).
         The rows ``(c, clip_B(y))`` go through the chunked kernel (dask: on the workers)
-        without the features."""
+        without the features; their values are only checked to be finite (numpy: by the
+        validation; dask: on the workers), as for every other method."""
         c = lb
-        rows = X[:, :0] if is_dask_collection(X) else np.empty((n, 0))
+        if is_dask_collection(X):
+            check_dask_finite(X)
+            rows = X[:, :0]
+        else:
+            rows = np.empty((n, 0))
         Z = AugmentedRows(rows, None, y=y, label_bound=lb, intercept=c, sample_weight=sample_weight)
         G = clipped_gram(Z, None, chunk_rows=self.chunk_size)  # [[c^2 sum w, c sum w y], [., .]]
         weighted = sample_weight is not None
