@@ -95,15 +95,17 @@ def check_generator(random_state):
 
     ``None`` gives fresh OS entropy; an int seeds a new PCG64 generator; a
     Generator is returned as is; a legacy ``RandomState`` seeds a new
-    Generator from one draw of its stream (so sklearn-style seeding stays
-    reproducible).
+    Generator from four 63-bit draws of its stream (:func:`seed_entropy`; so
+    sklearn-style seeding stays reproducible, and an OS-seeded ``RandomState``
+    hands on 252 bits, not the 32 bits of one draw that 2^32 trial fits
+    would enumerate).
     """
     if random_state is None:
         return np.random.default_rng()
     if isinstance(random_state, np.random.Generator):
         return random_state
     if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(0, 2**32 - 1, dtype=np.uint64))
+        return np.random.default_rng(seed_entropy(random_state))
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
         return np.random.default_rng(int(random_state))
     raise ValueError(

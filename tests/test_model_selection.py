@@ -1006,3 +1006,80 @@ def test_search_checks_a_pipelines_target_structure_before_the_charge():
         with pytest.raises(ValueError, match=match):
             search.fit(X, bad_y)
         assert ledger.spends == []
+
+
+class _SeedRecorder(DPMeanClassifier):
+    """Records the ``random_state`` each fit is given (the search sets it for the fit)."""
+
+    seen = []
+
+    def fit(self, X, y):
+        type(self).seen.append(self.random_state)
+        return super().fit(X, y)
+
+
+@pytest.mark.parametrize("strategy", ["exhaustive", "negative_binomial"])
+def test_search_gives_runs_and_refit_full_entropy_generators(strategy):
+    """A 31-bit int seed per run (the former hand-over) lets an attacker try every seed against
+    a published model and recover its noise, and from it a record; each private step now gets
+    a Generator built on its own child of the search's 128-bit root sequence, and keeps no seed
+    after the fit."""
+    X, y = _data(n=400)
+    _SeedRecorder.seen = []
+    search = PrivateGridSearchCV(_SeedRecorder(), GRID, epsilon=1.0, strategy=strategy,
+                                 refit=True).fit(X, y)
+    seen = _SeedRecorder.seen
+    assert len(seen) >= 2  # runs and the refit
+    assert all(isinstance(s, np.random.Generator) for s in seen)
+    keys = [s.bit_generator.seed_seq for s in seen]
+    # children of one root whose entropy is the OS's 128 bits, each its own spawn key
+    assert len({k.spawn_key for k in keys}) == len(keys)
+    assert all(isinstance(k.entropy, int) and k.entropy.bit_length() > 64 for k in keys)
+    assert search.best_estimator_.random_state is None
+
+
+def test_random_state_instance_hands_on_more_than_32_bits():
+    """A RandomState seed gave the fit default_rng(one 32-bit draw): 2^32 trial fits recover an
+    OS-seeded RandomState's noise. It now contributes four 63-bit words (seed_entropy)."""
+    from skdp._validation import check_generator
+
+    rs = np.random.RandomState(7)
+    twin = np.random.RandomState(7)
+    entropy = check_generator(rs).bit_generator.seed_seq.entropy
+    assert isinstance(entropy, list) and len(entropy) == 4
+    assert entropy == [int(v) for v in twin.randint(0, 2**63, size=4, dtype=np.int64)]
+    # still reproducible from the same RandomState seed
+    a = check_generator(np.random.RandomState(7)).integers(0, 2**62, size=3)
+    b = check_generator(np.random.RandomState(7)).integers(0, 2**62, size=3)
+    np.testing.assert_array_equal(a, b)
+
+
+class _WarnsEachFit(DPMeanClassifier):
+    def fit(self, X, y):
+        import warnings
+
+        warnings.warn(f"a warning of the grid point bias={self.bias}", UserWarning)
+        return super().fit(X, y)
+
+
+@pytest.mark.parametrize("strategy", ["random_stopping", "negative_binomial"])
+def test_randomised_search_withholds_run_warnings(strategy):
+    """One warning per run would count the secret number of runs K (and which appear would tell
+    which grid points ran): under the randomised strategies the runs' warnings are withheld; the
+    refit's (once, for the released grid point) pass through; exhaustive searches show them."""
+    import warnings
+
+    X, y = _data(n=400)
+    for seed in range(4):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            search = PrivateGridSearchCV(_WarnsEachFit(), GRID, epsilon=1.0, strategy=strategy,
+                                         refit=True, random_state=seed).fit(X, y)
+        mine = [str(w.message) for w in caught if "a warning of the grid point" in str(w.message)]
+        assert mine == [f"a warning of the grid point bias={search.best_params_['bias']}"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        PrivateGridSearchCV(_WarnsEachFit(), GRID, epsilon=1.0, strategy="exhaustive",
+                            refit=False, random_state=0).fit(X, y)
+    assert len([w for w in caught if "a warning of the grid point" in str(w.message)]) == len(
+        GRID["bias"])

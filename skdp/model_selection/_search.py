@@ -13,7 +13,7 @@ its selection step is not covered at all.
 """
 
 import math
-import numbers
+import warnings
 from fractions import Fraction
 from numbers import Real
 
@@ -29,8 +29,7 @@ from sklearn.utils.validation import _num_samples, check_is_fitted, indexable
 
 from .._budget import PrivacyBudget
 from .._stats import check_weight_structure, rounding_gamma
-from .._validation import (call_without_values, check_generator, check_public_structure,
-                           seed_entropy)
+from .._validation import call_without_values, check_public_structure, seed_entropy
 from ..base import BOUND_PARAMETERS, PrivateEstimatorMixin, _fits_nothing, private_fit
 from ..mechanisms import Query, calibrate
 from ._cost import (_leaf_steps, _private_steps, selection_run_budget, truncated_negative_binomial_gamma,
@@ -195,15 +194,26 @@ def _check_steps(est):
 def _fit_run(est, seed_seq, X, y, fit_params):
     """Fit one run with seeds from ``seed_seq``, then forget them.
 
-    Every ``random_state`` (at any depth) gets an int from its own child of
-    the search's seed sequence for the duration of the fit and is reset to
-    ``None`` afterwards, so no released model carries a seed that would
-    reproduce its noise.
+    Every ``random_state`` (at any depth) gets its own child of the search's
+    seed sequence for the duration of the fit and is reset to ``None``
+    afterwards, so no released model carries a seed that would reproduce its
+    noise. A private step gets the child as a ``Generator`` (all 128 bits of
+    the root's entropy: an int seed would fit scikit-learn's ``random_state``
+    range, 32 bits, and trying all 2^32 of them against a published model
+    recovers its noise, and with it a record); another step (which fits
+    nothing from the data) an int from the child.
     """
     names = _privacy_param_names(est, "random_state")
     children = seed_seq.spawn(len(names))
-    est.set_params(**{name: int(child.generate_state(1, np.uint32)[0] & 0x7FFFFFFF)
-                      for name, child in zip(names, children)})
+    params = est.get_params(deep=True)
+
+    def seed(name, child):
+        owner = params[name[:-len("__random_state")]] if "__" in name else est
+        if isinstance(owner, PrivateEstimatorMixin):
+            return np.random.Generator(np.random.PCG64(child))
+        return int(child.generate_state(1, np.uint32)[0] & 0x7FFFFFFF)
+
+    est.set_params(**{name: seed(name, child) for name, child in zip(names, children)})
     try:
         # the private steps' errors carry no value; an allowed stateless step (Normalizer,
         # FunctionTransformer) validates the rows with scikit-learn's messages, which may
@@ -221,10 +231,7 @@ def _search_seed_sequence(random_state, spend):
     serial = getattr(spend, "serial", -1)
     if serial is not None and serial >= 0:  # every kind of seed: clones on one ledger differ
         return np.random.SeedSequence(seed_entropy(random_state), spawn_key=(int(serial),))
-    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
-        return np.random.SeedSequence(int(random_state))
-    rng = check_generator(random_state)
-    return np.random.SeedSequence(rng.integers(0, 2**63, size=4).tolist())
+    return np.random.SeedSequence(seed_entropy(random_state))  # an int, or 4 x 63 bits drawn
 
 
 def _sub_estimators(est):
@@ -416,8 +423,12 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     ``3 eps_r``. So ``eps_r = epsilon_selection / 3`` and runs are pure
     (delta_r = 0). The number of runs ``K`` is *not* released: conditioned
     on ``K = k`` the output is only ``k eps_r``-DP, so ``cv_results_`` (which
-    would reveal ``K``) is not available, and the run time is a side
-    channel on ``K`` that the guarantee assumes hidden. ``E[K] = 1/gamma``;
+    would reveal ``K``) is not available, the runs' warnings are withheld
+    (one warning per run would count ``K``; which warnings appear would
+    tell which grid points ran; the refit's warnings pass through), and the
+    run time is a side channel on ``K`` that the guarantee assumes hidden.
+    To see a candidate's warnings, fit it on its own or search with
+    ``strategy="exhaustive"``. ``E[K] = 1/gamma``;
     ``P(K > t / gamma) <= e^-t``.
 
     **strategy="negative_binomial"** (Papernot & Steinke 2022, Theorem 2):
@@ -704,15 +715,19 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         )
         noise_rng = np.random.default_rng(noise_seq)
         best, scores = None, []
-        for j, seq in zip(picks, run_seq.spawn(len(picks))):
-            est = self._run_estimator(candidates[j], run)
-            _fit_run(est, seq, X_tr, y_tr, params_tr)
-            s = self._noisy_score(est, X_val, y_val, self.score_noise_, noise_rng)
-            scores.append(s)
-            if best is None or s > best[0]:
-                best = (s, int(j), est)
         # the number of runs is not releasable under the randomised strategies (see Notes): only the
-        # exhaustive strategy publishes its scores, and nothing else about the runs is kept
+        # exhaustive strategy publishes its scores, and nothing else about the runs is kept, not
+        # even their warnings (one per run would count them)
+        with warnings.catch_warnings():
+            if self.strategy != "exhaustive":
+                warnings.simplefilter("ignore")
+            for j, seq in zip(picks, run_seq.spawn(len(picks))):
+                est = self._run_estimator(candidates[j], run)
+                _fit_run(est, seq, X_tr, y_tr, params_tr)
+                s = self._noisy_score(est, X_val, y_val, self.score_noise_, noise_rng)
+                scores.append(s)
+                if best is None or s > best[0]:
+                    best = (s, int(j), est)
 
         self.best_score_, best_j, model = best
         self.best_index_ = best_j
