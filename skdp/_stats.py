@@ -22,6 +22,8 @@ partition of the rows is the statistic of the whole (this is what a
 distributed caller uses per block).
 """
 
+import numbers
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import blas
@@ -591,16 +593,23 @@ def check_weight_structure(sample_weight, n, estimator=None):
     chunk sizes is refused: :func:`skdp._validation.check_known_chunks`),
     never a value: the values
     are private per-record data, checked against their bound after the
-    charge by :func:`check_unit_sample_weight`.
+    charge by :func:`check_unit_sample_weight`. A scalar weight (one value
+    for every record, a setting) is checked against ``[0, 1]`` here.
     """
     from ._validation import _public_ndim, check_known_chunks
 
     check_known_chunks(sample_weight, "sample_weight")
-    if sample_weight is None or n is None or np.isscalar(sample_weight):
+    who = f"{type(estimator).__name__}: " if estimator is not None else ""
+    if sample_weight is not None and np.isscalar(sample_weight):
+        # one weight for every record is a setting, not per-record data: checked now
+        if not (isinstance(sample_weight, (numbers.Real, np.bool_)) and 0 <= sample_weight <= 1):
+            raise ValueError(f"{who}sample_weight must lie in [0, 1] (a scalar weight is one "
+                             f"public value for every record); got {sample_weight!r}.")
+        return
+    if sample_weight is None or n is None:
         return
     from sklearn.utils.validation import _num_samples
 
-    who = f"{type(estimator).__name__}: " if estimator is not None else ""
     if (_public_ndim(sample_weight) or 1) > 1:
         raise ValueError(f"{who}sample_weight must be 1-D (one weight per row of X).")
     try:

@@ -10,6 +10,7 @@ import numbers
 import warnings
 
 import numpy as np
+from sklearn.utils.validation import _get_feature_names
 
 from .exceptions import BudgetExceededError, PrivacyLeakWarning
 
@@ -295,7 +296,8 @@ def check_public_structure(X, y=None, *, estimator=None, requires_y=False):
     Reads only the structure of ``X`` and ``y`` (their types, numbers of
     dimensions, lengths and chunk sizes: public under the replace-one
     relation), never a value, so the errors come before the budget is
-    charged and carry no value: X is not 2-D, X has no feature, a dask X or
+    charged and carry no value: X is not 2-D, its column names mix strings and
+    other types, X has no feature, a dask X or
     ``y`` has unknown chunk sizes (:func:`check_known_chunks`), ``y`` is
     missing (``requires_y``), its length differs from X's (numpy, pandas or
     dask alike), or, for a single-output ``estimator`` that requires ``y``
@@ -315,6 +317,9 @@ def check_public_structure(X, y=None, *, estimator=None, requires_y=False):
         raise ValueError(f"Found array with dim {ndim}, while dim <= 2 is required{who}: X must "
                          "be 2-D.")
     check_known_chunks(X, "X")
+    # column names are schema: names that mix strings and other types raise now (scikit-learn's
+    # check, reading X.columns only), not in the validation after the charge
+    _get_feature_names(X)
     n, d = public_shape(X)
     if d == 0:
         shape = (n, 0) if n is not None else "(n_samples, 0)"

@@ -275,7 +275,6 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
         self.components_ = _svd_flip_rows(Vt[:k])
         del Vt
         self.singular_values_ = s[:k].copy()
-        self._n_features_out = k
         return self
 
     def transform(self, X):
@@ -312,6 +311,12 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
         X = call_without_values(  # a cell that is not a number: no value in the message
             X.astype, X.dtype if X.dtype in (np.float32, np.float64) else np.float64, copy=False)
         return X @ self.components_.astype(X.dtype)
+
+    @property
+    def _n_features_out(self):
+        # read from a fitted attribute (as PrivatePCA): a failed refit, which removes the
+        # fitted attributes, leaves no feature names of the previous fit behind
+        return self.components_.shape[0]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

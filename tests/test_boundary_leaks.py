@@ -16,6 +16,7 @@ from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 
 from skdp import (
+    BudgetExceededError,
     BudgetLedger,
     PrivacyLeakWarning,
     PrivateHuberSVM,
@@ -697,6 +698,43 @@ def test_structural_errors_are_raised_before_the_charge(name, make, args, match)
     with pytest.raises(Exception, match="not fitted"):
         check_is_fitted(est)
     assert not [k for k in vars(est) if k.endswith("_") and not k.startswith("__")]
+
+
+@pytest.mark.parametrize("i", range(7))
+def test_schema_and_scalar_weight_errors_are_raised_before_the_charge(i):
+    """Column names are schema and a scalar sample_weight is one setting for every record: a
+    DataFrame whose names mix str and int, and a scalar weight outside [0, 1], were refused only
+    after the charge (review 9, F4 and F5)."""
+    pd = pytest.importorskip("pandas")
+    ledger = BudgetLedger(100.0, 0.5)
+    name, est, needs_y, takes_weight = _estimators(ledger)[i]
+    X = _unit_rows(60, d=3) / 2
+    y = (X[:, 0] > 0).astype(int) if name in ("LR", "Huber") else X[:, 0]
+    args = (pd.DataFrame(X, columns=["a", 1, "c"]),) + ((y,) if needs_y else ())
+    with pytest.raises(TypeError, match="Feature names are only supported"):
+        est.fit(*args)
+    if takes_weight:
+        for w in (2.0, -0.5, np.nan):
+            with pytest.raises(ValueError, match=r"sample_weight must lie in \[0, 1\]"):
+                est.fit(X, *((y,) if needs_y else ()), sample_weight=w)
+    assert ledger.spends == []
+    with pytest.raises(Exception, match="not fitted"):
+        check_is_fitted(est)
+
+
+def test_random_projection_failed_refit_keeps_no_feature_names():
+    """PrivateRandomProjection's output width was a plain private attribute that a failed refit
+    kept, so get_feature_names_out answered with the previous fit's names (review 9, F6)."""
+    from sklearn.exceptions import NotFittedError
+
+    ledger = BudgetLedger(1.0, 1e-5)
+    est = PrivateRandomProjection(n_components=2, data_norm=1.0, delta=1e-5, accountant=ledger)
+    est.fit(_X)
+    assert len(est.get_feature_names_out()) == 2
+    with pytest.raises(BudgetExceededError):
+        est.fit(_X)
+    with pytest.raises(NotFittedError):
+        est.get_feature_names_out()
 
 
 def test_objective_route_fits_unchanged_after_the_precharge_calibration():
