@@ -1083,3 +1083,128 @@ def test_randomised_search_withholds_run_warnings(strategy):
                             refit=False, random_state=0).fit(X, y)
     assert len([w for w in caught if "a warning of the grid point" in str(w.message)]) == len(
         GRID["bias"])
+
+
+def _ledger_search(est, grid, **kw):
+    ledger = BudgetLedger(10.0, 1e-3)
+    mse = lambda e, X, y: -(e.predict(X) - y) ** 2  # noqa: E731
+    search = PrivateGridSearchCV(est, grid, epsilon=1.0, delta=1e-4, strategy="exhaustive",
+                                 scoring=mse, score_bounds=(-4, 0), accountant=ledger, **kw)
+    return search, ledger
+
+
+def _reg_data_5(n=400):
+    rng = np.random.default_rng(0)
+    return rng.uniform(-1, 1, (n, 5)) / 3, rng.uniform(-1, 1, n)
+
+
+def test_search_checks_every_private_step_before_the_charge_with_its_own_message():
+    """A private step after the first one of a Pipeline was checked without the feature count,
+    and one inside a ColumnTransformer not at all, so their public errors came after the whole
+    total was charged, masked as "X failed validation" (review 9, F3)."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+
+    from skdp import PrivateOLS
+    from skdp.preprocessing import PrivateRowNormScaler, PrivateStandardScaler
+
+    X, y = _reg_data_5()
+    cases = [
+        (Pipeline([("rn", PrivateRowNormScaler(norm_range=(0.01, 10.0))),
+                   ("ols", PrivateOLS(method="sketch", sketch_size=3, data_norm=1.0,
+                                      label_bound=1.0))]), "sketch_size=3 must be >="),
+        (Pipeline([("ct", ColumnTransformer([("sc", PrivateStandardScaler(
+            bounds=([-1] * 3, [1] * 3)), [0, 1])], remainder="passthrough")),
+                   ("ols", PrivateOLS(method="ssp", data_norm=3.0, label_bound=1.0))]),
+         r"shape \(n_features,\) = \(2,\)"),
+    ]
+    for est, match in cases:
+        search, ledger = _ledger_search(est, {"ols__chunk_size": [100, 200]})
+        with pytest.raises(ValueError, match=match):
+            search.fit(X, y)
+        assert ledger.spends == []
+
+
+def test_search_passes_a_private_steps_own_error_after_the_charge():
+    """After the charge a private step's error (value-free by the privacy model) is reported as
+    it is, not as "X failed validation ... withheld"; a non-private step's stays masked."""
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    from skdp import PrivateOLS
+
+    X, y = _reg_data_5()
+    y = y.copy()
+    y[7] = np.nan  # private data: found after the charge
+    search, ledger = _ledger_search(PrivateOLS(method="ssp", data_norm=1.0, label_bound=1.0),
+                                    {"chunk_size": [100, 200]})
+    with pytest.raises(ValueError, match="Input y contains NaN") as err:
+        search.fit(X, y)
+    assert "withheld" not in str(err.value)
+    assert len(ledger.spends) == 1
+
+    def boom(A):
+        raise ValueError(f"secret cell {A[0, 0]!r}")
+
+    pipe = Pipeline([("f", FunctionTransformer(boom)),
+                     ("ols", PrivateOLS(method="ssp", data_norm=1.0, label_bound=1.0))])
+    search, _ = _ledger_search(pipe, {"ols__chunk_size": [100, 200]})
+    with pytest.raises(ValueError, match="withheld") as err:
+        search.fit(X, np.nan_to_num(y))
+    assert "secret" not in str(err.value)
+
+
+def test_search_checks_fit_parameters_before_the_charge():
+    """Fit parameters the estimator's fit cannot take are decided by its signature (review 9)."""
+    from sklearn.pipeline import Pipeline
+
+    from skdp import PrivateOLS
+
+    X, y = _reg_data_5()
+    w = np.ones(len(y))
+    pipe = Pipeline([("ols", PrivateOLS(method="ssp", data_norm=1.0, label_bound=1.0))])
+    for est, kw, exc, match in [
+        (pipe, {"sample_weight": w}, ValueError, "does not name a step"),
+        (pipe, {"ols__sample_weights": w}, TypeError, "takes no fit parameter 'sample_weights'"),
+        (PrivateOLS(method="ssp", data_norm=1.0, label_bound=1.0), {"sample_weights": w},
+         TypeError, "takes no fit parameter 'sample_weights'"),
+    ]:
+        grid = {"ols__chunk_size": [100]} if est is pipe else {"chunk_size": [100]}
+        search, ledger = _ledger_search(est, grid)
+        with pytest.raises(exc, match=match):
+            search.fit(X, y, **kw)
+        assert ledger.spends == []
+    search, ledger = _ledger_search(pipe, {"ols__chunk_size": [100]})
+    search.fit(X, y, ols__sample_weight=w)  # the accepted form fits
+    assert len(ledger.spends) == 1
+
+
+def test_search_score_noise_is_calibrated_before_the_charge():
+    """The score's Laplace calibration reads public inputs only: an epsilon too small for it is
+    refused before anything is charged (review 9, F8)."""
+    from skdp import PrivateOLS
+
+    X, y = _reg_data_5()
+    ledger = BudgetLedger(10.0, 1e-3)
+    mse = lambda e, X, y: -(e.predict(X) - y) ** 2  # noqa: E731
+    search = PrivateGridSearchCV(PrivateOLS(method="adassp", data_norm=1.0, label_bound=1.0),
+                                 {"chunk_size": [100, 200]}, epsilon=4e-12, delta=2e-4,
+                                 strategy="exhaustive", scoring=mse, score_bounds=(-4, 0),
+                                 accountant=ledger)
+    with pytest.raises(ValueError, match="too small"):
+        search.fit(X, y)
+    assert ledger.spends == []
+
+
+def test_search_does_not_demand_a_bound_the_route_never_reads():
+    """PrivateOLS(method="mean") reads no feature and needs no data_norm (review 9, F7)."""
+    from skdp import PrivateOLS
+
+    X, y = _reg_data_5()
+    search, ledger = _ledger_search(PrivateOLS(method="mean", label_bound=1.0),
+                                    {"chunk_size": [100, 200]})
+    search.fit(X, y)
+    assert search.best_estimator_.data_norm_ is None
+    search, _ = _ledger_search(PrivateOLS(method="ssp", label_bound=1.0), {"chunk_size": [100]})
+    with pytest.raises(ValueError, match="'data_norm' of the estimator is None"):
+        search.fit(X, y)

@@ -745,6 +745,11 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             return "ssp"  # the structure or the budget does not tell; fit reports the error if any
         return _auto_method(n_samples, n_features, float(eps), float(delta), self.fit_intercept)
 
+    def _unused_bounds(self):
+        """Public bounds this fit never reads: ``"mean"`` reads no feature, so no
+        ``data_norm`` (a search need not demand it)."""
+        return {"data_norm"} if self.method == "mean" else set()
+
     def _check_public(self, n_samples, n_features):
         """Errors decided by the parameters and the shape of X alone."""
         super()._check_public(n_samples, n_features)

@@ -20,8 +20,9 @@ from numbers import Real
 import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.model_selection import ParameterGrid
-from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import FunctionTransformer
+from sklearn.compose import ColumnTransformer
+from sklearn.pipeline import FeatureUnion, Pipeline
+from sklearn.preprocessing import FunctionTransformer, Normalizer
 from sklearn.utils import get_tags
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
@@ -208,8 +209,7 @@ def _fit_run(est, seed_seq, X, y, fit_params):
     params = est.get_params(deep=True)
 
     def seed(name, child):
-        owner = params[name[:-len("__random_state")]] if "__" in name else est
-        if isinstance(owner, PrivateEstimatorMixin):
+        if isinstance(_param_owner(est, params, name), PrivateEstimatorMixin):
             return np.random.Generator(np.random.PCG64(child))
         return int(child.generate_state(1, np.uint32)[0] & 0x7FFFFFFF)
 
@@ -239,25 +239,98 @@ def _sub_estimators(est):
                     if hasattr(v, "get_params") and not isinstance(v, type)]
 
 
-def _check_candidate(est, n_samples, n_features):
+#: steps whose output has as many columns as their input (the width stays public through them)
+_WIDTH_PRESERVING = (Normalizer,)
+
+
+def _preserves_width(step):
+    from ..preprocessing import PrivateRowNormScaler, PrivateStandardScaler
+
+    if step is None or isinstance(step, str):  # "passthrough"
+        return True
+    if isinstance(step, FunctionTransformer):
+        return step.func is None
+    return isinstance(step, _WIDTH_PRESERVING + (PrivateRowNormScaler, PrivateStandardScaler))
+
+
+def _private_inputs(est, width):
+    """``(step, input width)`` of every private step of ``est`` (through Pipeline,
+    ColumnTransformer and FeatureUnion), the width ``None`` where the structure does not tell
+    it: a Pipeline's step after one that may change the width, a ColumnTransformer member
+    whose columns are not a list or a slice."""
+    if isinstance(est, Pipeline):
+        for _, step in est.steps:
+            yield from _private_inputs(step, width)
+            width = width if _preserves_width(step) else None
+    elif isinstance(est, FeatureUnion):
+        for _, part in est.transformer_list:
+            yield from _private_inputs(part, width)
+    elif isinstance(est, ColumnTransformer):
+        for _, part, cols in est.transformers:
+            w = None
+            if isinstance(cols, (list, tuple)) and not any(isinstance(c, bool) for c in cols):
+                w = len(cols)
+            elif isinstance(cols, slice) and width is not None:
+                w = len(range(width)[cols])
+            yield from _private_inputs(part, w)
+    elif isinstance(est, PrivateEstimatorMixin):
+        yield est, width
+
+
+def _param_owner(est, params, name):
+    """The (sub-)estimator whose own parameter is the deep parameter ``name``."""
+    return params[name.rsplit("__", 1)[0]] if "__" in name else est
+
+
+def _check_fit_params(est, fit_params):
+    """Raise, before the charge, for fit parameters the estimator's ``fit`` cannot take (its
+    signature, or for a Pipeline without metadata routing the ``step__param`` form): public."""
+    import inspect
+
+    from sklearn import get_config
+
+    def accepts(obj, key):
+        sig = inspect.signature(type(obj).fit).parameters
+        return key in sig or any(p.kind is p.VAR_KEYWORD for p in sig.values())
+
+    if get_config().get("enable_metadata_routing", False):
+        return  # routed by scikit-learn's own rules (checked by the estimators)
+    for key in fit_params:
+        if isinstance(est, Pipeline):
+            step_name, _, param = key.partition("__")
+            steps = dict(est.steps)
+            if not param or step_name not in steps:
+                raise ValueError(
+                    f"PrivateGridSearchCV: the fit parameter {key!r} does not name a step of the "
+                    "Pipeline: pass it as '<step>__<parameter>' (for example "
+                    f"'{est.steps[-1][0]}__sample_weight').")
+            step = steps[step_name]
+            if step is not None and not isinstance(step, str) and not accepts(step, param):
+                raise TypeError(f"PrivateGridSearchCV: the step {step_name!r} "
+                                f"({type(step).__name__}) takes no fit parameter {param!r}.")
+        elif not accepts(est, key):
+            raise TypeError(f"PrivateGridSearchCV: {type(est).__name__}.fit() takes no fit "
+                            f"parameter {key!r}.")
+
+
+def _check_candidate(est, n_samples, n_features, fit_params=None):
     """Raise, before the charge, every error the candidate's public settings decide."""
     for sub in _sub_estimators(est):
         if hasattr(sub, "_validate_params"):
             sub._validate_params()
+    params = est.get_params(deep=True)
     for key in BOUND_PARAMETERS:
         for name in _privacy_param_names(est, key):
-            if est.get_params(deep=True)[name] is None:
+            owner = _param_owner(est, params, name)
+            if params[name] is None and key not in getattr(owner, "_unused_bounds", set)():
                 raise ValueError(
                     f"PrivateGridSearchCV: the parameter {name!r} of the estimator is None, so "
                     "it would be inferred from the private data inside the search and the "
                     "search would not be differentially private. Pass it as a public input."
                 )
-    if hasattr(est, "_check_public"):
-        est._check_public(n_samples, n_features)
-    elif hasattr(est, "steps"):
-        for i, (_, step) in enumerate(est.steps):
-            if hasattr(step, "_check_public"):
-                step._check_public(n_samples, n_features if i == 0 else None)
+    for step, width in _private_inputs(est, n_features):
+        step._check_public(n_samples, width)
+    _check_fit_params(est, fit_params or {})
 
 
 def _estimator_has(attr):
@@ -294,8 +367,16 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         is refused (``TypeError``) before anything is charged. Its
         public bounds (``data_norm``, ``label_bound``, ``classes``) must be
         given: a bound left to be inferred from the data raises before
-        anything is charged. Every candidate's settings are validated before
-        the charge too.
+        anything is charged (a bound the route never reads, such as
+        ``data_norm`` for ``PrivateOLS(method="mean")``, may stay None). Every
+        candidate's settings are validated before the charge too: every
+        private step's, wherever it sits (a step after the first one of a
+        Pipeline is given the input width when the steps before it keep it:
+        the private scalers, ``Normalizer``, ``"passthrough"``; a
+        ColumnTransformer member the length of its column list), and the fit
+        parameters against the signature of the ``fit`` they go to. After the
+        charge, a private step's own error message (it carries no value) is
+        reported as it is; other steps' errors without their messages.
         Non-private steps must fit nothing from the data, and are refused
         (``TypeError``, before the charge) otherwise: ``Normalizer``,
         ``FunctionTransformer`` applying a fixed function to each row
@@ -668,12 +749,21 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         if n_val < 1 or n - n_val < 2:
             raise ValueError(f"{n} rows are too few for validation_fraction={self.validation_fraction}.")
         for cand in candidates:
-            _check_candidate(self._run_estimator(cand, run), n - n_val, d)
+            _check_candidate(self._run_estimator(cand, run), n - n_val, d, fit_params)
         if self.refit:
             for cand in candidates:
-                _check_candidate(self._run_estimator(cand, refit_budget), n, d)
+                _check_candidate(self._run_estimator(cand, refit_budget), n, d, fit_params)
         law = self._stopping_law(len(candidates))
         total = PrivacyBudget(float(self.epsilon), float(self.delta))
+        # Laplace mechanism on the mean score (public inputs: calibrated before the charge):
+        # sensitivity (hi - lo) / n_val, plus twice the rounding error of the computed mean of
+        # n_val scores in [lo, hi] (any summation order, then one division: gamma_{n_val + 1}
+        # max(|lo|, |hi|), Higham 2002, eq. (3.5))
+        rounding = rounding_gamma(n_val + 1) * max(abs(lo), abs(hi))
+        score_noise = calibrate(
+            Query(shape=(), l1_sensitivity=(hi - lo) / n_val + 2.0 * rounding), run.epsilon, 0.0,
+            mechanism="laplace",
+        )
 
         # -- charge before touching the data ---------------------------
         record = None
@@ -705,14 +795,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         y_tr = None if y is None else _take(y, train_idx)
         y_val = None if y is None else _take(y, val_idx)
         params_tr = _split_fit_params(fit_params, n, train_idx)
-        # Laplace mechanism on the mean score: sensitivity (hi - lo) / n_val, plus twice the
-        # rounding error of the computed mean of n_val scores in [lo, hi] (any summation order,
-        # then one division: gamma_{n_val + 1} max(|lo|, |hi|), Higham 2002, eq. (3.5))
-        rounding = rounding_gamma(n_val + 1) * max(abs(lo), abs(hi))
-        self.score_noise_ = calibrate(
-            Query(shape=(), l1_sensitivity=(hi - lo) / n_val + 2.0 * rounding), run.epsilon, 0.0,
-            mechanism="laplace",
-        )
+        self.score_noise_ = score_noise
         noise_rng = np.random.default_rng(noise_seq)
         best, scores = None, []
         # the number of runs is not releasable under the randomised strategies (see Notes): only the
