@@ -185,8 +185,10 @@ def _routes(n, y, yr):
         "OLS adassp": (PrivateOLS(method="adassp", **ols), yr),
         "PCA analyze_gauss": (PrivatePCA(epsilon=1.0, delta=1e-5, data_norm=1.0,
                                          mechanism="analyze_gauss"), None),
-        "OLS sketch": (PrivateOLS(method="sketch", **ols), yr),
-        "RandomProjection (r=300)": (PrivateRandomProjection(epsilon=1.0, delta=1e-5, data_norm=1.0), None),
+        # allow_float_sketch: the comparison's floating-point draw (patched in) is refused otherwise
+        "OLS sketch": (PrivateOLS(method="sketch", allow_float_sketch=True, **ols), yr),
+        "RandomProjection (r=300)": (PrivateRandomProjection(epsilon=1.0, delta=1e-5, data_norm=1.0,
+                                                             allow_float_sketch=True), None),
     }
 
 

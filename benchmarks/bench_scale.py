@@ -28,8 +28,9 @@ every allocation):
   the dask rows the input lives on the workers and the figure is the client's
   peak divided by the array's bytes (target: independent of n).
 * ``status``: ``ok``, the exception's class name, or ``timeout``. Warnings
-  raised during a fit (e.g. the OLS sketch's floating-point fallback above
-  ``d = 256``) are printed under the table.
+  raised during a fit (e.g. the sketch routes' floating-point release above
+  ``d = 256``, which the estimators refuse unless ``allow_float_sketch=True``,
+  set here so that their cost is measured) are printed under the table.
 
 Targets of issue 14: PCA / OLS / RP fit <= 1.3 x_floor and extra memory <=
 0.1x input (+ O(d^2)); ERM output/objective <= 1.0x scikit-learn
@@ -197,10 +198,14 @@ def _estimator(name):
     common = dict(epsilon=1.0, delta=1e-6, data_norm=1.0, random_state=0)
     if name == "PCA":
         return PrivatePCA(n_components=5, **common), False
+    # the sketch routes above 256 columns at these n have no grid release: allowed in floating
+    # point (with the warning printed under the table) so that their cost is still measured
     if name.startswith("OLS"):
-        return PrivateOLS(method=name.split()[1], label_bound=1.0, **common), "reg"
+        method = name.split()[1]
+        extra = {"allow_float_sketch": True} if method == "sketch" else {}
+        return PrivateOLS(method=method, label_bound=1.0, **extra, **common), "reg"
     if name == "RandomProjection":
-        return PrivateRandomProjection(n_components=10, **common), False
+        return PrivateRandomProjection(n_components=10, allow_float_sketch=True, **common), False
     route = name.split()[1]
     return PrivateLogisticRegression(perturbation=route, classes=np.array([0, 1]), **common), "cls"
 

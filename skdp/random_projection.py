@@ -17,14 +17,14 @@ from ._validation import (call_without_values, check_data_norm, check_epsilon_de
                           validate_private_data)
 from .exceptions import PrivacyGuaranteeWarning
 from .base import PrivateEstimatorMixin, private_fit
-from .mechanisms.ndis import private_sketch
+from .mechanisms.ndis import DECIMAL_CHOLESKY_MAX_D, private_sketch, sketch_plan
 from .decomposition._pca import _svd_flip_rows
 
 __all__ = ["PrivateRandomProjection"]
 
 
 #: the floating-point caveat of the Gaussian sketch ``Z F`` when it cannot be released on
-#: the grid (see ``warn_float_sketch`` and :func:`skdp.mechanisms.ndis.private_sketch`)
+#: the grid (see ``check_sketch_plan`` and :func:`skdp.mechanisms.ndis.private_sketch`)
 FLOAT_SKETCH_CAVEAT = (
     "the Gaussian sketch Z F is computed and released in floating point: its (epsilon, delta) "
     "guarantee holds in exact arithmetic (Lu et al. 2023, NDIS), but attacks on the low bits "
@@ -34,9 +34,25 @@ FLOAT_SKETCH_CAVEAT = (
 )
 
 
-def warn_float_sketch(owner):
-    """Warn that a sketch release fell back to floating point (not protected against attacks)."""
-    warnings.warn(f"{owner}: {FLOAT_SKETCH_CAVEAT}", PrivacyGuaranteeWarning, stacklevel=4)
+def check_sketch_plan(owner, n, d, r, epsilon, delta, data_norm, allow_float):
+    """:func:`skdp.mechanisms.ndis.sketch_plan` for public inputs, refusing the floating-point
+    release unless ``allow_float`` (then it warns :class:`~skdp.PrivacyGuaranteeWarning`).
+
+    Called before the charge when the bounds are given; the refusal names public values only.
+    """
+    plan = sketch_plan(int(n), int(d), int(r), float(epsilon), float(delta), float(data_norm))
+    if plan[0] is None:
+        if not allow_float:
+            raise ValueError(
+                f"{owner}: no floating-point-safe release of the sketch exists at n={int(n)}, "
+                f"{int(d)} sketched columns, sketch_size={int(r)}, delta={float(delta):g}: the "
+                "grid release's public floating-point error reserve exceeds 1% of delta (its "
+                f"60-digit factor is used up to {DECIMAL_CHOLESKY_MAX_D} columns). Raise delta, "
+                "fit on fewer rows or columns, or set allow_float_sketch=True to accept a "
+                "floating-point release (DP in exact arithmetic only: attacks on the low bits "
+                "of floating-point noise, Mironov 2012, apply; it warns).")
+        warnings.warn(f"{owner}: {FLOAT_SKETCH_CAVEAT}", PrivacyGuaranteeWarning, stacklevel=5)
+    return plan
 
 
 #: above this many features the sketch's right singular vectors come from the eigenvectors
@@ -99,8 +115,10 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
     with 60 decimal digits and the products in Python integers (reserve
     about ``1e-30`` at any ``n``; used up to ``d = 256``, its cost growing
     like ``d^3``). When no grid plan exists (long double infeasible and
-    ``d > 256``) the sketch is drawn in floating point at ``delta``, with a
-    warning (``float_safe_ = False``).
+    ``d > 256``) the fit raises ``ValueError`` before the charge, unless
+    ``allow_float_sketch=True``: then the sketch is drawn in floating point
+    at ``delta``, with a :class:`~skdp.PrivacyGuaranteeWarning`
+    (``float_safe_ = False``).
 
     Input: dense float64/float32 arrays (memmaps included) and
     ``scipy.sparse`` CSR/CSC matrices are read one chunk of rows at a time
@@ -145,6 +163,11 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
     accountant : ledger or None
     chunk_size : int, default=10000
         Rows of X per chunk of the Gram accumulation.
+    allow_float_sketch : bool, default=False
+        Where no floating-point-safe grid release exists (see above: more
+        than 256 features at large ``n`` or small ``delta``), draw the sketch
+        in floating point with a warning instead of raising. Its guarantee
+        holds in exact arithmetic only.
 
     Attributes
     ----------
@@ -190,10 +213,12 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
         "n_components": [None, Interval(Integral, 1, None, closed="left")],
         "sketch_size": [None, Interval(Integral, 1, None, closed="left")],
         "chunk_size": [Interval(Integral, 1, None, closed="left")],
+        "allow_float_sketch": ["boolean"],
     }
 
     def __init__(self, n_components=None, sketch_size=None, epsilon=1.0, delta=None,
-                 data_norm=None, random_state=None, accountant=None, chunk_size=10_000):
+                 data_norm=None, random_state=None, accountant=None, chunk_size=10_000,
+                 allow_float_sketch=False):
         self.n_components = n_components
         self.sketch_size = sketch_size
         self.epsilon = epsilon
@@ -202,6 +227,7 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
         self.random_state = random_state
         self.accountant = accountant
         self.chunk_size = chunk_size
+        self.allow_float_sketch = allow_float_sketch
 
     def _sketch_rows(self, d):
         return max(300, d) if self.sketch_size is None else int(self.sketch_size)
@@ -250,7 +276,16 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
         if sample_weight is not None:
             self._check_public(n, d_public)
             check_weight_structure(sample_weight, n, self)  # the length only
-        budget, rng = self._start_fit(n, d_public, PrivacyBudget(epsilon, delta))
+        pre = {}
+
+        def curve():  # the sketch's release decided from public inputs, before the charge
+            if self.data_norm is not None and d_public:
+                pre["plan"] = check_sketch_plan(
+                    type(self).__name__, n, d_public, self._sketch_rows(d_public), epsilon,
+                    delta, self.data_norm, self.allow_float_sketch)
+            return None
+
+        budget, rng = self._start_fit(n, d_public, PrivacyBudget(epsilon, delta), curve=curve)
         sample_weight = check_unit_sample_weight(sample_weight, X, self)  # values: after the charge
         self.delta_ = budget.delta
         X = validate_fit_data(self, X, accept_sparse=["csr", "csc"], dtype=[np.float64, np.float32])
@@ -260,9 +295,13 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
         data_norm = check_data_norm(X, self.data_norm, estimator=self)
         self.data_norm_ = data_norm
         rows = AugmentedRows(X, data_norm, sample_weight=sample_weight)  # clipped chunk by chunk
-        S, info = private_sketch(rows, r, epsilon, delta, data_norm, rng, chunk_size=self.chunk_size)
-        if not info["float_safe"]:
-            warn_float_sketch(type(self).__name__)
+        if "plan" in pre:
+            self._check_charged_shape((n, d_public), (n, d))
+        else:  # the bound was inferred: decided now, after the charge
+            pre["plan"] = check_sketch_plan(type(self).__name__, n, d, r, epsilon, delta,
+                                            data_norm, self.allow_float_sketch)
+        S, info = private_sketch(rows, r, epsilon, delta, data_norm, rng, chunk_size=self.chunk_size,
+                                 plan=pre["plan"])
         self.sigma_ = float(info["sigma"])
         self.noise_multiplier_ = self.sigma_ / data_norm
         self.float_safe_ = bool(info["float_safe"])

@@ -145,7 +145,8 @@ def _sketch_attack(n_runs):
     X_prime = X.copy()
     X_prime[0, 0] = 0.5  # replace one record: the zero feature becomes nonzero
     r = 300
-    kw = dict(sketch_size=r, epsilon=1.0, delta=1e-5, data_norm=1.0)
+    # (the floating-point path is refused unless allowed; the grid release ignores the flag)
+    kw = dict(sketch_size=r, epsilon=1.0, delta=1e-5, data_norm=1.0, allow_float_sketch=True)
 
     def releases(data):
         def run(rng):
@@ -200,13 +201,38 @@ def rp_plan(rp, X):
     return grid_sketch_plan(n, d, rp.sketch_size_, rp.data_norm_, sigma, rp.epsilon)
 
 
-def test_random_projection_falls_back_and_warns_when_the_reserve_is_too_large():
-    from skdp import PrivacyGuaranteeWarning, PrivateRandomProjection
+def test_random_projection_float_sketch_only_when_allowed():
+    """Where no grid release exists the sketch routes refuse before the charge (the decision is
+    a function of n, d, r, epsilon, delta and the bounds); allow_float_sketch=True draws the
+    floating-point sketch with a warning. An inferred bound decides after the charge."""
+    from skdp import BudgetLedger, PrivacyGuaranteeWarning, PrivateOLS, PrivateRandomProjection
 
     X = np.random.default_rng(0).normal(size=(50, 5)) / 10.0
-    with float_sketch(), pytest.warns(PrivacyGuaranteeWarning, match="floating point"):
-        rp = PrivateRandomProjection(2, sketch_size=20, epsilon=1.0, delta=1e-5, data_norm=1.0).fit(X)
-    assert not rp.float_safe_ and rp.delta_reserve_ == 0.0
+    y = X[:, 0]
+    with float_sketch():
+        for make, args in [
+            (lambda **k: PrivateRandomProjection(2, sketch_size=20, epsilon=1.0, delta=1e-5,
+                                                 data_norm=1.0, **k), (X,)),
+            (lambda **k: PrivateOLS(method="sketch", epsilon=1.0, delta=1e-5, data_norm=1.0,
+                                    label_bound=1.0, **k), (X, y)),
+        ]:
+            ledger = BudgetLedger(10.0, 1e-3)
+            est = make(accountant=ledger)
+            with pytest.raises(ValueError, match="no floating-point-safe release of the sketch"):
+                est.fit(*args)
+            assert ledger.spends == [] and not hasattr(est, "float_safe_")
+            with pytest.warns(PrivacyGuaranteeWarning, match="floating point"):
+                est = make(allow_float_sketch=True).fit(*args)
+            assert not est.float_safe_ and est.delta_reserve_ == 0.0
+        ledger = BudgetLedger(10.0, 1e-3)
+        est = PrivateRandomProjection(2, sketch_size=20, delta=1e-5, accountant=ledger)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the inferred bound's leak warning
+            with pytest.raises(ValueError, match="no floating-point-safe release"):
+                est.fit(X)
+        assert len(ledger.spends) == 1  # decided after the charge: the bound came from the data
+    rp = PrivateRandomProjection(2, sketch_size=20, epsilon=1.0, delta=1e-5, data_norm=1.0).fit(X)
+    assert rp.float_safe_  # the grid release where it exists, whatever the flag
 
 
 # ----------------------------------------------------------------------

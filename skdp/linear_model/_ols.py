@@ -42,7 +42,7 @@ from ..mechanisms.ndis import (
     private_sketch,
     rp_delta,
 )
-from ..random_projection import warn_float_sketch
+from ..random_projection import check_sketch_plan
 
 __all__ = ["PrivateOLS"]
 
@@ -425,10 +425,11 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         time, and released on a public grid by the shared
         :func:`skdp.mechanisms.ndis.private_sketch` (floating-point safe:
         sigma calibrated at ``0.99 delta``, the grid's public
-        total-variation reserve ``delta_reserve_`` added; when the reserve
-        would exceed ``delta / 100`` the sketch falls back to floating point
-        and warns, ``float_safe_ = False``), see
-        :class:`skdp.PrivateRandomProjection`.
+        total-variation reserve ``delta_reserve_`` added; when no grid
+        release keeps the reserve within ``delta / 100`` the fit raises
+        before the charge, unless ``allow_float_sketch=True``: then the
+        sketch is drawn in floating point with a warning,
+        ``float_safe_ = False``), see :class:`skdp.PrivateRandomProjection`.
     ``"ssp"`` (verified)
         Sufficient statistics perturbation: release the symmetric
         ``(p+1) x (p+1)`` matrix ``A = Z^T Z`` (it holds ``X^T X`` and ``X^T y``)
@@ -642,6 +643,11 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         privacy; a PrivacyGuaranteeWarning is emitted.
     chunk_size : int, default=10000
         Rows per chunk of the Gram / leverage accumulation.
+    allow_float_sketch : bool, default=False
+        ``method="sketch"`` only: where no floating-point-safe grid release
+        of the sketch exists (more than 255 features at large ``n`` or small
+        ``delta``), draw it in floating point with a warning instead of
+        raising (see :class:`skdp.PrivateRandomProjection`).
 
     Attributes
     ----------
@@ -708,11 +714,12 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         "fit_intercept": ["boolean"],
         "relative_dp": ["boolean"],
         "chunk_size": [Interval(Integral, 1, None, closed="left")],
+        "allow_float_sketch": ["boolean"],
     }
 
     def __init__(self, method="auto", epsilon=1.0, delta=None, data_norm=None, label_bound=None,
                  sketch_size=None, fit_intercept=True, random_state=None, accountant=None,
-                 relative_dp=False, chunk_size=10_000):
+                 relative_dp=False, chunk_size=10_000, allow_float_sketch=False):
         self.method = method
         self.epsilon = epsilon
         self.delta = delta
@@ -724,6 +731,7 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         self.accountant = accountant
         self.relative_dp = relative_dp
         self.chunk_size = chunk_size
+        self.allow_float_sketch = allow_float_sketch
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -878,6 +886,16 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         sparse = sp.issparse(X)  # public: the input's format (it sets the kernel's chunks)
 
         def curve():  # SSP-type releases are Gaussian: calibrated from public inputs before the charge
+            if (method == "sketch" and not self.relative_dp and self.data_norm is not None
+                    and self.label_bound is not None and d_public):
+                # the sketch's release (grid, or refused / floating point), decided now
+                k = d_public + int(self.fit_intercept) + 1  # columns of [X, (c), y]
+                dn, lb = float(self.data_norm), float(self.label_bound)
+                pre["sketch_plan"] = check_sketch_plan(
+                    type(self).__name__, n, k, self._sketch_rows(k - 1), epsilon, delta,
+                    np.sqrt(dn**2 * (2.0 if self.fit_intercept else 1.0) + lb**2),
+                    self.allow_float_sketch)
+                return None
             if method == "mean" and self.label_bound is not None:  # (it needs no data_norm)
                 pre["specs"] = [self._mean_spec(n, float(self.label_bound), epsilon,
                                                 sample_weight is not None)]
@@ -951,11 +969,15 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                 if lev < 1 and rp_delta(epsilon, lev, int(r)) <= delta:
                     sigma = 0.0
             if sigma is None:
-                # the shared grid release (floating-point safe), or the float fallback
+                # the shared grid release (floating-point safe), or the float release if allowed
+                if "sketch_plan" in pre:
+                    self._check_charged_shape((n_public, d_public), (n, p0))
+                else:  # a bound was inferred: decided now, after the charge
+                    pre["sketch_plan"] = check_sketch_plan(
+                        type(self).__name__, n, Z.k, int(r), epsilon, delta, np.sqrt(R2),
+                        self.allow_float_sketch)
                 S, info = private_sketch(Z, int(r), epsilon, delta, np.sqrt(R2), rng,
-                                         chunk_size=self.chunk_size)
-                if not info["float_safe"]:
-                    warn_float_sketch(type(self).__name__)
+                                         chunk_size=self.chunk_size, plan=pre["sketch_plan"])
                 sigma = info["sigma"]
                 self.float_safe_, self.delta_reserve_ = bool(info["float_safe"]), float(info["reserve"])
             else:

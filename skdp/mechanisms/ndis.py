@@ -1358,12 +1358,41 @@ def grid_sketch(X, plan, rng, *, chunk_size=10_000):
     return np.ldexp(V, shift) * plan["data_norm"]
 
 
-def private_sketch(X, r, epsilon, delta, data_norm, rng, *, chunk_size=10_000):
+def sketch_plan(n, d, r, epsilon, delta, data_norm):
+    """How :func:`private_sketch` releases the sketch for these public inputs.
+
+    ``sigma = l * rp_noise_multiplier(eps, (1 - SKETCH_RESERVE_SHARE) delta, r)``
+    and the grid plan (:func:`grid_sketch_plan`: long-double factor, or the
+    60-digit decimal one up to ``d = DECIMAL_CHOLESKY_MAX_D`` when long
+    double's reserve is too large) when its reserve is at most
+    ``SKETCH_RESERVE_SHARE * delta``; otherwise ``None`` and the floating-point
+    release's ``sigma = l * rp_noise_multiplier(eps, delta, r)``. A function of
+    ``(n, d, r, epsilon, delta, data_norm)`` only: the estimators decide it
+    before the charge.
+
+    Returns
+    -------
+    plan : dict or None
+    sigma : float
+    """
+    l = float(data_norm)
+    share = SKETCH_RESERVE_SHARE
+    sigma = l * _cached_rp_noise_multiplier(float(epsilon), float(delta) * (1.0 - share), int(r))
+    plan = grid_sketch_plan(n, d, r, l, sigma, epsilon)
+    if (plan is None or plan["reserve"] > share * delta) and d <= DECIMAL_CHOLESKY_MAX_D:
+        # long double too coarse: the 60-digit factor (d^3 / 3 Python decimal operations)
+        plan = grid_sketch_plan(n, d, r, l, sigma, epsilon, cholesky="decimal")
+    if plan is not None and plan["reserve"] <= share * delta:
+        return plan, plan["sigma_eff"]
+    return None, l * _cached_rp_noise_multiplier(float(epsilon), float(delta), int(r))
+
+
+def private_sketch(X, r, epsilon, delta, data_norm, rng, *, chunk_size=10_000, plan=False):
     """The DP regularized Gaussian sketch ``G [X; sigma I]`` (unscaled), and how it was made.
 
     Shared by :class:`skdp.PrivateRandomProjection` and
     ``PrivateOLS(method="sketch")``. Calibration (replace-one, ``X`` rows
-    with norm at most ``l = data_norm``):
+    with norm at most ``l = data_norm``), :func:`sketch_plan`:
     ``sigma = l * rp_noise_multiplier(eps, (1 - SKETCH_RESERVE_SHARE) delta, r)``;
     the grid release (:func:`grid_sketch`) is used when its public reserve
     is at most ``SKETCH_RESERVE_SHARE * delta``, and then the total is
@@ -1371,10 +1400,13 @@ def private_sketch(X, r, epsilon, delta, data_norm, rng, *, chunk_size=10_000):
     Otherwise (the floating-point error bounds are too large for this
     ``n``, ``d``, ``r`` and ``delta``) the sketch is drawn in floating point
     at ``sigma = l * rp_noise_multiplier(eps, delta, r)`` with
-    :func:`gaussian_sketch` and ``info["float_safe"]`` is False (callers warn).
+    :func:`gaussian_sketch` and ``info["float_safe"]`` is False (the
+    estimators refuse this release unless the user allows it, and warn).
 
     ``X`` may be an array, a sparse matrix or the lazy clipped rows
     :class:`skdp._stats.AugmentedRows` (read one chunk at a time, no copy).
+    ``plan``: the ``(plan, sigma)`` of :func:`sketch_plan` for these inputs,
+    when the caller decided it already (``False``: decided here).
 
     Returns
     -------
@@ -1386,18 +1418,11 @@ def private_sketch(X, r, epsilon, delta, data_norm, rng, *, chunk_size=10_000):
     X = as_rows(X)
     n, d = X.shape
     l = float(data_norm)
-    share = SKETCH_RESERVE_SHARE
-    sigma = l * _cached_rp_noise_multiplier(float(epsilon), float(delta) * (1.0 - share), int(r))
-    plan = grid_sketch_plan(n, d, r, l, sigma, epsilon)
-    if (plan is None or plan["reserve"] > share * delta) and d <= DECIMAL_CHOLESKY_MAX_D:
-        # long double too coarse: the 60-digit factor (d^3 / 3 Python decimal operations)
-        plan = grid_sketch_plan(n, d, r, l, sigma, epsilon, cholesky="decimal")
-    if plan is not None and plan["reserve"] <= share * delta:
+    plan, sigma = sketch_plan(n, d, r, epsilon, delta, l) if plan is False else plan
+    if plan is not None:
         S = grid_sketch(X, plan, rng, chunk_size=chunk_size)
         delta_ndis = _cached_rp_replace_delta(float(epsilon), (l / plan["sigma_eff"]) ** 2, int(r))
         return S, dict(sigma=plan["sigma_eff"], float_safe=True, delta_ndis=delta_ndis,
                        reserve=plan["reserve"], plan=plan)
-    sigma = l * _cached_rp_noise_multiplier(float(epsilon), float(delta), int(r))
     S = gaussian_sketch(X, r, sigma, random_state=rng, chunk_size=chunk_size)
-    return S, dict(sigma=sigma, float_safe=False, delta_ndis=delta, reserve=0.0,
-                   plan=None if plan is None else plan)
+    return S, dict(sigma=sigma, float_safe=False, delta_ndis=delta, reserve=0.0, plan=None)
