@@ -74,11 +74,14 @@ class DPMeanClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimator):
 
 
 class _CountingClassifier(DPMeanClassifier):
+    """Counts the charged fits (a search's dry runs stop at the charge: not counted)."""
+
     fits = 0
 
-    def fit(self, X, y):
+    def _start_fit(self, *args, **kwargs):
+        out = super()._start_fit(*args, **kwargs)
         type(self).fits += 1
-        return super().fit(X, y)
+        return out
 
 
 class DPMeanCentering(PrivateEstimatorMixin, TransformerMixin, BaseEstimator):
@@ -1009,13 +1012,15 @@ def test_search_checks_a_pipelines_target_structure_before_the_charge():
 
 
 class _SeedRecorder(DPMeanClassifier):
-    """Records the ``random_state`` each fit is given (the search sets it for the fit)."""
+    """Records the ``random_state`` each charged fit is given (the search sets it for the fit;
+    the search's dry runs stop at the charge and are not recorded)."""
 
     seen = []
 
-    def fit(self, X, y):
+    def _start_fit(self, *args, **kwargs):
+        out = super()._start_fit(*args, **kwargs)
         type(self).seen.append(self.random_state)
-        return super().fit(X, y)
+        return out
 
 
 @pytest.mark.parametrize("strategy", ["exhaustive", "negative_binomial"])
@@ -1209,3 +1214,42 @@ def test_search_does_not_demand_a_bound_the_route_never_reads():
     search, _ = _ledger_search(PrivateOLS(method="ssp", label_bound=1.0), {"chunk_size": [100]})
     with pytest.raises(ValueError, match="'data_norm' of the estimator is None"):
         search.fit(X, y)
+
+
+def test_search_runs_each_candidates_precharge_part_before_its_own_charge():
+    """What a private fit decides from public inputs before its charge (an epsilon too small for
+    the samplers, a sketch without a floating-point-safe release) was decided by the runs after
+    the search had charged its total (review 9, F8); the search now runs that part of the fit
+    (a dry run stopped at the charge) for every candidate first."""
+    from sklearn.pipeline import Pipeline
+
+    from skdp import PrivateOLS, PrivateRandomProjection
+
+    X, y = _reg_data_5()
+    search, ledger = _ledger_search(PrivateOLS(method="ssp", data_norm=1.0, label_bound=1.0),
+                                    {"chunk_size": [100, 200]})
+    search.set_params(epsilon=1e-10)
+    with pytest.raises(ValueError, match="too small"):
+        search.fit(X, y)
+    assert ledger.spends == []
+    pipe = Pipeline([("ols", PrivateOLS(method="ssp", data_norm=1.0, label_bound=1.0))])
+    search, ledger = _ledger_search(pipe, {"ols__chunk_size": [100, 200]})
+    search.set_params(epsilon=1e-10)
+    with pytest.raises(ValueError, match="too small"):
+        search.fit(X, y)
+    assert ledger.spends == []
+    # the sketch's release is decided before the charge: no grid release at d = 300, delta 1e-12
+    Xw = np.random.default_rng(1).uniform(-1, 1, (2000, 300)) / 40
+    ledger = BudgetLedger(10.0, 1e-3)
+    search = PrivateGridSearchCV(PrivateRandomProjection(data_norm=1.0),
+                                 {"n_components": [2, 3]}, epsilon=1.0, delta=2e-12,
+                                 strategy="exhaustive", scoring=lambda e, X, y: np.zeros(len(X)),
+                                 score_bounds=(-1, 0), accountant=ledger)
+    with pytest.raises(ValueError, match="no floating-point-safe release of the sketch"):
+        search.fit(Xw, np.zeros(2000))
+    assert ledger.spends == []
+    # a search that can fit still fits, once charged
+    search, ledger = _ledger_search(PrivateOLS(method="ssp", data_norm=1.0, label_bound=1.0),
+                                    {"chunk_size": [100, 200]})
+    search.fit(X, y)
+    assert len(ledger.spends) == 1

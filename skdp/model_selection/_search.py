@@ -313,6 +313,58 @@ def _check_fit_params(est, fit_params):
                             f"parameter {key!r}.")
 
 
+class _StoppedAtCharge(Exception):
+    """Raised by :class:`_StopAtCharge`: the dry run reached its charge."""
+
+
+class _StopAtCharge:
+    """An accountant whose ``spend`` ends the fit: running a fit with it runs exactly what the
+    fit protocol does before the charge (public checks, the calibrations from public inputs),
+    which reads the input's structure only, and releases nothing."""
+
+    def spend(self, budget, **kwargs):
+        raise _StoppedAtCharge
+
+
+def _head(a, m):
+    """The first ``m`` rows of ``a`` (a view where the type allows): the structure of a run's
+    input before the split is drawn (the dry run reads no value)."""
+    if a is None:
+        return None
+    return a.iloc[:m] if hasattr(a, "iloc") else a[:m]
+
+
+def _dry_run(est, X, y, fit_params, m):
+    """Run the part of the fit before the charge of the private step that reads the search's
+    input directly (the estimator itself, or a Pipeline's first step) on ``m`` rows: the errors
+    its public inputs decide there (an epsilon too small for its samplers, a sketch without a
+    floating-point-safe release) are raised before the search's charge, as when it is fitted
+    alone. Its warnings are left to the real fits."""
+    import warnings as _w
+
+    step, params = est, fit_params
+    if isinstance(est, Pipeline):
+        name, step = est.steps[0]
+        params = {k.partition("__")[2]: v for k, v in fit_params.items()
+                  if k.startswith(name + "__")}
+    if not isinstance(step, PrivateEstimatorMixin):
+        return
+    try:  # the first m rows, as views where the type allows (no value is read)
+        n = _num_samples_or_none(X)
+        Xm, ym = _head(X, m), _head(y, m)
+        params = {k: (_head(v, m) if n is not None and _num_samples_or_none(v) == n else v)
+                  for k, v in params.items()}
+    except Exception:  # an input that cannot be sliced: the runs' fits report it
+        return
+    dry = clone(step).set_params(accountant=_StopAtCharge())
+    with _w.catch_warnings():
+        _w.simplefilter("ignore")
+        try:
+            dry.fit(Xm, **params) if ym is None else dry.fit(Xm, ym, **params)
+        except _StoppedAtCharge:
+            pass
+
+
 def _check_candidate(est, n_samples, n_features, fit_params=None):
     """Raise, before the charge, every error the candidate's public settings decide."""
     for sub in _sub_estimators(est):
@@ -373,8 +425,15 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         private step's, wherever it sits (a step after the first one of a
         Pipeline is given the input width when the steps before it keep it:
         the private scalers, ``Normalizer``, ``"passthrough"``; a
-        ColumnTransformer member the length of its column list), and the fit
-        parameters against the signature of the ``fit`` they go to. After the
+        ColumnTransformer member the length of its column list), the fit
+        parameters against the signature of the ``fit`` they go to, and the
+        part of the fit before its charge of the private step that reads the
+        search's input (the estimator, or a Pipeline's first step) is run on
+        the run's row count and stopped at the charge (it reads the input's
+        structure only), so that what it decides from public inputs (an
+        epsilon too small for the samplers, a sketch without a
+        floating-point-safe release) is refused before the search's charge,
+        as for a fit on its own. After the
         charge, a private step's own error message (it carries no value) is
         reported as it is; other steps' errors without their messages.
         Non-private steps must fit nothing from the data, and are refused
@@ -749,10 +808,14 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         if n_val < 1 or n - n_val < 2:
             raise ValueError(f"{n} rows are too few for validation_fraction={self.validation_fraction}.")
         for cand in candidates:
-            _check_candidate(self._run_estimator(cand, run), n - n_val, d, fit_params)
+            est = self._run_estimator(cand, run)
+            _check_candidate(est, n - n_val, d, fit_params)
+            _dry_run(est, X, y, fit_params, n - n_val)
         if self.refit:
             for cand in candidates:
-                _check_candidate(self._run_estimator(cand, refit_budget), n, d, fit_params)
+                est = self._run_estimator(cand, refit_budget)
+                _check_candidate(est, n, d, fit_params)
+                _dry_run(est, X, y, fit_params, n)
         law = self._stopping_law(len(candidates))
         total = PrivacyBudget(float(self.epsilon), float(self.delta))
         # Laplace mechanism on the mean score (public inputs: calibrated before the charge):
