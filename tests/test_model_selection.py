@@ -1253,3 +1253,25 @@ def test_search_runs_each_candidates_precharge_part_before_its_own_charge():
                                     {"chunk_size": [100, 200]})
     search.fit(X, y)
     assert len(ledger.spends) == 1
+
+
+def test_search_over_a_transformer_with_a_per_row_scoring():
+    """y=None (a transformer searched with its own per-row score) raised a TypeError after the
+    charge: the score's length was checked against len(y)."""
+    from skdp import PrivatePCA
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 6)) * [3, 2, 1, 0.2, 0.2, 0.2]
+    X /= np.linalg.norm(X, axis=1, keepdims=True).max()
+
+    def recon(est, Xv, yv):
+        return -np.sum((Xv - est.inverse_transform(est.transform(Xv))) ** 2, axis=1)
+
+    ledger = BudgetLedger(10.0, 1e-3)
+    search = PrivateGridSearchCV(PrivatePCA(data_norm=1.0), {"n_components": [1, 3]},
+                                 epsilon=2.0, delta=1e-5, strategy="exhaustive", scoring=recon,
+                                 score_bounds=(-4, 0), accountant=ledger, random_state=0)
+    search.fit(X)
+    assert len(ledger.spends) == 1
+    assert search.best_params_ in ({"n_components": 1}, {"n_components": 3})
+    assert search.transform(X).shape[0] == 2000

@@ -747,7 +747,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         else:
             scores = call_without_values(self.scoring, est, X_val, y_val, name=("X", "y"))
             per_row = np.asarray(scores, dtype=float).ravel()
-            if per_row.shape != (len(y_val),):
+            if per_row.shape != (_num_samples(X_val),):  # (y is None for a transformer)
                 raise ValueError("scoring must return one score per validation row.")
             lo, hi = self._score_range()
             per_row = np.clip(np.nan_to_num(per_row, nan=lo), lo, hi)
