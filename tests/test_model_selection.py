@@ -1275,3 +1275,18 @@ def test_search_over_a_transformer_with_a_per_row_scoring():
     assert len(ledger.spends) == 1
     assert search.best_params_ in ({"n_components": 1}, {"n_components": 3})
     assert search.transform(X).shape[0] == 2000
+
+
+def test_accuracy_scoring_without_predict_or_labels_is_refused_before_the_charge():
+    """The default scoring compares predictions with y: a transformer, or no y, failed only in
+    the first run, after the total was charged."""
+    from skdp import PrivatePCA
+
+    X, y = _data(n=400)
+    for est, args in [(PrivatePCA(data_norm=1.0), (X,)), (DPMeanClassifier(), (X, None))]:
+        ledger = BudgetLedger(10.0, 1e-3)
+        grid = {"n_components": [1, 2]} if isinstance(est, PrivatePCA) else GRID
+        with pytest.raises(ValueError, match="scoring='accuracy'|requires y"):
+            PrivateGridSearchCV(est, grid, epsilon=1.0, delta=1e-5, strategy="exhaustive",
+                                accountant=ledger).fit(*args)
+        assert ledger.spends == []

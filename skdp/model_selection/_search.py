@@ -697,7 +697,13 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                     f"param_grid must not contain privacy parameters {bad}: the search sets them."
                 )
         for cand in candidates:  # a grid point may replace steps: check every one
-            _check_steps(clone(self.estimator).set_params(**cand))
+            est = clone(self.estimator).set_params(**cand)
+            _check_steps(est)
+            if self.scoring == "accuracy" and not hasattr(est, "predict"):
+                raise ValueError(
+                    f"scoring='accuracy' compares predictions with y, and {type(est).__name__} "
+                    "(at some grid point) has no predict: pass a scoring callable returning one "
+                    "score per validation row, with public score_bounds.")
         eps, delta = float(self.epsilon), float(self.delta)
         if self.refit:
             eps_refit = eps * self.refit_fraction
@@ -798,6 +804,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             final = final.steps[-1][1]
         n, d = check_public_structure(X, y, estimator=final,
                                       requires_y=get_tags(final).target_tags.required)
+        if self.scoring == "accuracy" and y is None:
+            raise ValueError("scoring='accuracy' needs y: pass the labels, or a scoring callable.")
         if n is None:
             X, y = indexable(X, y)
             n = len(y) if y is not None else X.shape[0]
