@@ -419,7 +419,10 @@ def _error_without_values(exc, name):
 
 
 def _failed_in_y(exc):
-    """Whether a validation error of ``validate_data(X, y)`` was raised while checking y."""
+    """Whether a validation error of ``validate_data(X, y)`` was raised while checking y (or,
+    re-masked, names y: an inner fit's message already rewritten without values)."""
+    if str(exc).lower().startswith(("input y ", "y ")):
+        return True
     tb = exc.__traceback__
     while tb is not None:
         if tb.tb_frame.f_code.co_name in ("_check_y", "column_or_1d"):
@@ -439,18 +442,12 @@ def call_without_values(fn, *args, name="X", **kwargs):
     label type", ...) and never a value of the data. The original error is
     neither chained (``__cause__``) nor kept as ``__context__``. ``name``
     is the input's name; ``("X", "y")`` names the one whose check failed.
-    An error that a private estimator's fit raised (marked by
-    :func:`skdp.base.private_fit`; its message carries no value by the
-    privacy model) passes unchanged, so a search fitting a Pipeline reports
-    the private step's own message.
     """
     try:
         return fn(*args, **kwargs)
     except BudgetExceededError:
         raise  # a ledger's refusal: its message has public values only
     except (ValueError, TypeError) as exc:
-        if getattr(exc, "_skdp_value_free", False):
-            raise  # raised by a private estimator's fit (skdp.base.private_fit): no value in it
         if isinstance(name, tuple):
             which = name[1] if _failed_in_y(exc) else name[0]
         else:

@@ -38,7 +38,6 @@ A fit that raises at any step leaves no fitted attribute behind
 failed refit of a previously fitted estimator.
 """
 
-import contextlib
 import functools
 from numbers import Integral, Real
 
@@ -240,14 +239,8 @@ def private_fit(fit):
     def wrapper(self, *args, **kwargs):
         try:
             return fit(self, *args, **kwargs)
-        except BaseException as exc:
+        except BaseException:
             discard_fitted_state(self)
-            if isinstance(exc, (ValueError, TypeError)):
-                # a private fit's errors carry no value of the data (the privacy model): a
-                # caller that masks the errors of other code (a search fitting a Pipeline)
-                # passes these on as they are (skdp._validation.call_without_values)
-                with contextlib.suppress(Exception):
-                    exc._skdp_value_free = True
             raise
 
     return wrapper

@@ -1130,9 +1130,11 @@ def test_search_checks_every_private_step_before_the_charge_with_its_own_message
         assert ledger.spends == []
 
 
-def test_search_passes_a_private_steps_own_error_after_the_charge():
-    """After the charge a private step's error (value-free by the privacy model) is reported as
-    it is, not as "X failed validation ... withheld"; a non-private step's stays masked."""
+def test_search_run_errors_after_the_charge_keep_their_structure_not_their_values():
+    """After the charge a run's error is re-raised without values but keeps the phrase naming
+    the input's structure and which input (y here); a step's own message quoting a cell is
+    withheld. (Passing private steps' messages through unmasked leaked: an error raised by numpy
+    inside a private fit quotes a cell, review 10.)"""
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import FunctionTransformer
 
@@ -1290,3 +1292,30 @@ def test_accuracy_scoring_without_predict_or_labels_is_refused_before_the_charge
             PrivateGridSearchCV(est, grid, epsilon=1.0, delta=1e-5, strategy="exhaustive",
                                 accountant=ledger).fit(*args)
         assert ledger.spends == []
+
+
+class _QuotesACell(DPMeanClassifier):
+    """A private estimator whose fit, after its charge, raises an error quoting a cell (as
+    numpy's conversion errors do inside a fit)."""
+
+    def fit(self, X, y):
+        from skdp.base import private_fit
+
+        @private_fit
+        def inner(self, X, y):
+            self._start_fit(*public_shape(X))
+            raise ValueError(f"could not use the value {float(np.asarray(X)[0, 0])!r}")
+
+        return inner(self, X, y)
+
+
+def test_search_masks_errors_of_private_fits_after_the_charge():
+    """A private fit's error is not value-free merely because it crossed a private fit: errors
+    raised by numpy, dask or scikit-learn inside it quote cells. The search re-raises every run's
+    error without values (review 10, F1/F2: a tag set by private_fit let them through)."""
+    X, y = _data(n=400)
+    X[:, 0] = 0.123456789
+    with pytest.raises(ValueError) as err:
+        PrivateGridSearchCV(_QuotesACell(), GRID, epsilon=1.0, strategy="exhaustive").fit(X, y)
+    assert "0.123456" not in str(err.value) and "withheld" in str(err.value)
+    assert err.value.__cause__ is None and err.value.__context__ is None

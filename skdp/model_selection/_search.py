@@ -433,9 +433,10 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         structure only), so that what it decides from public inputs (an
         epsilon too small for the samplers, a sketch without a
         floating-point-safe release) is refused before the search's charge,
-        as for a fit on its own. After the
-        charge, a private step's own error message (it carries no value) is
-        reported as it is; other steps' errors without their messages.
+        as for a fit on its own. After the charge, the runs' errors are
+        reported without their messages, keeping only the phrases that name
+        the structure of the input ("Input y contains NaN"): a step's error
+        may quote the data it was given.
         Non-private steps must fit nothing from the data, and are refused
         (``TypeError``, before the charge) otherwise: ``Normalizer``,
         ``FunctionTransformer`` applying a fixed function to each row
