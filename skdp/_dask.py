@@ -34,7 +34,10 @@ def _as_array(X, name):
     import dask.array as da
 
     if hasattr(X, "to_dask_array"):  # DataFrame / Series: partition lengths are the public n
-        X = X.to_dask_array(lengths=True)
+        # computing the lengths runs the partitions' graph (a lazy conversion of a cell that is
+        # not a number fails there, and numpy's message quotes the cell): without values
+        frame = X
+        X = _run_without_values(lambda: frame.to_dask_array(lengths=True), name)
     if not isinstance(X, da.Array):
         raise TypeError(f"{name} must be a dask array or DataFrame, got {type(X).__name__}.")
     return X
@@ -92,6 +95,8 @@ def as_dask_rows(X, y=None, sample_weight=None):
             return None
         if is_dask_collection(v):
             v = _as_array(v, name)
+            if np.issubdtype(v.dtype, np.complexfloating):  # its dtype: public, like numpy's check
+                raise ValueError(f"Complex data not supported: {name} must be real-valued.")
         else:  # a cell that is not a number: the error names no value (numpy's would quote it)
             from ._validation import call_without_values
 
@@ -151,8 +156,14 @@ def _compute_without_values(*collections, name):
     """
     from dask import compute
 
+    return _run_without_values(lambda: compute(*collections), name)
+
+
+def _run_without_values(fn, name):
+    """``fn()``, a computation on the dask workers, with its exceptions re-raised without values
+    (:func:`_compute_without_values`)."""
     try:
-        return compute(*collections)
+        return fn()
     except _BlockError as exc:
         err = ValueError(str(exc))
     except Exception as exc:
