@@ -1319,3 +1319,18 @@ def test_search_masks_errors_of_private_fits_after_the_charge():
         PrivateGridSearchCV(_QuotesACell(), GRID, epsilon=1.0, strategy="exhaustive").fit(X, y)
     assert "0.123456" not in str(err.value) and "withheld" in str(err.value)
     assert err.value.__cause__ is None and err.value.__context__ is None
+
+
+def test_search_scoring_output_conversion_carries_no_value():
+    """A scoring callable returning a label by mistake: numpy's conversion error quoted it, a
+    validation row's private label (review 10, F13)."""
+    X, y = _data(n=400)
+    labels = np.where(y == 1, "HIV+", "HIV-")
+
+    def bad(est, Xv, yv):
+        return np.where(est.predict(Xv) == yv, "1.0", yv)
+
+    with pytest.raises(ValueError) as err:
+        PrivateGridSearchCV(DPMeanClassifier(), GRID, epsilon=1.0, strategy="exhaustive",
+                            scoring=bad, score_bounds=(0, 1)).fit(X, labels)
+    assert "HIV" not in str(err.value)

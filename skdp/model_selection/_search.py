@@ -753,7 +753,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             per_row = (np.asarray(pred) == np.asarray(y_val)).astype(float)
         else:
             scores = call_without_values(self.scoring, est, X_val, y_val, name=("X", "y"))
-            per_row = np.asarray(scores, dtype=float).ravel()
+            # a score that is not a number would be quoted by numpy's message: masked too
+            per_row = call_without_values(np.asarray, scores, dtype=float,
+                                          name="the scoring's output").ravel()
             if per_row.shape != (_num_samples(X_val),):  # (y is None for a transformer)
                 raise ValueError("scoring must return one score per validation row.")
             lo, hi = self._score_range()
