@@ -600,6 +600,8 @@ def check_weight_structure(sample_weight, n, estimator=None):
 
     check_known_chunks(sample_weight, "sample_weight")
     who = f"{type(estimator).__name__}: " if estimator is not None else ""
+    if isinstance(sample_weight, np.ndarray) and sample_weight.ndim == 0:
+        sample_weight = sample_weight[()]  # a 0-d array: a scalar
     if sample_weight is not None and np.isscalar(sample_weight):
         # one weight for every record is a setting, not per-record data: checked now
         if not (isinstance(sample_weight, (numbers.Real, np.bool_)) and 0 <= sample_weight <= 1):
@@ -637,6 +639,8 @@ def check_unit_sample_weight(sample_weight, X, estimator=None):
     """
     if sample_weight is None:
         return None
+    if isinstance(sample_weight, np.ndarray) and sample_weight.ndim == 0:
+        sample_weight = float(sample_weight)  # a 0-d array: a scalar (checked before the charge)
     who = f"{type(estimator).__name__}: " if estimator is not None else ""
     if is_dask_collection(sample_weight):  # checked on the workers: one boolean travels
         from ._dask import check_dask_weights

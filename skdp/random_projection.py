@@ -235,6 +235,10 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
     def _check_public(self, n_samples, n_features):
         """Errors decided by the parameters and the shape of X alone."""
         super()._check_public(n_samples, n_features)
+        if self.delta is not None and float(self.delta) == 0.0:
+            # (a search's randomised strategies give their runs delta = 0)
+            raise ValueError("PrivateRandomProjection needs delta > 0: its NDIS guarantee is "
+                             "(epsilon, delta) with delta > 0 (None: 1/n^2).")
         if n_features is None:
             return
         r = self._sketch_rows(n_features)

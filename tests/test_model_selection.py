@@ -1334,3 +1334,93 @@ def test_search_scoring_output_conversion_carries_no_value():
         PrivateGridSearchCV(DPMeanClassifier(), GRID, epsilon=1.0, strategy="exhaustive",
                             scoring=bad, score_bounds=(0, 1)).fit(X, labels)
     assert "HIV" not in str(err.value)
+
+
+def _search_on(est, grid, **kw):
+    ledger = BudgetLedger(10.0, 1e-3)
+    kw = {"epsilon": 2.0, "delta": 1e-6, "strategy": "exhaustive", "random_state": 0, **kw}
+    return PrivateGridSearchCV(est, grid, accountant=ledger, **kw), ledger
+
+
+def test_search_prechecks_reach_every_private_step(monkeypatch):
+    """Review 10: public refusals of private steps that are not the search's input (after a
+    Normalizer, after a PCA whose n_components fixes the width, a ColumnTransformer's remainder)
+    and a delta-needing step under pure runs came after the charge; a label slice and a
+    FeatureUnion crashed the search; fit parameters for a ColumnTransformer passed the check."""
+    pd = pytest.importorskip("pandas")
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import FeatureUnion, Pipeline
+    from sklearn.preprocessing import Normalizer
+
+    from skdp import PrivateLogisticRegression, PrivatePCA, PrivateRandomProjection
+    from skdp.preprocessing import PrivateStandardScaler
+    import skdp.mechanisms.ndis as ndis
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.uniform(-0.5, 0.5, size=(400, 4)), columns=list("abcd"))
+    y = (X["a"] > 0).astype(int).to_numpy()
+    clf = PrivateLogisticRegression(data_norm=3.0, classes=[0, 1])
+    refusals = [
+        # a step after a PCA of public output width 2: RP(n_components=3) cannot fit 2 columns
+        (Pipeline([("p", PrivatePCA(n_components=2, data_norm=1.0)),
+                   ("r", PrivateRandomProjection(n_components=3, data_norm=3.0)),
+                   ("c", clf)]), {}, "n_components=3 must be <= n_features=2"),
+        # a ColumnTransformer's remainder (2 columns left)
+        (Pipeline([("ct", ColumnTransformer([("s", PrivateStandardScaler(bounds=(-1, 1)),
+                                              ["a", "b"])],
+                                            remainder=PrivatePCA(n_components=3, data_norm=1.0))),
+                   ("c", clf)]), {}, "n_components=3 must be at most n_features=2"),
+        # pure runs (negative_binomial) and a step that needs delta > 0, not first
+        (Pipeline([("n", Normalizer()), ("r", PrivateRandomProjection(n_components=2,
+                                                                      data_norm=1.0)),
+                   ("c", clf)]), {"strategy": "negative_binomial", "delta": 0.0},
+         "needs delta > 0"),
+    ]
+    for est, kw, match in refusals:
+        search, ledger = _search_on(est, {"c__C": [0.5, 1.0]}, **kw)
+        with pytest.raises(ValueError, match=match):
+            search.fit(X, y)
+        assert ledger.spends == [], match
+    # what the step decides before its own charge (the sketch's release), after a Normalizer:
+    # the dry run on a stand-in of the public width
+    with monkeypatch.context() as m:
+        m.setattr(ndis, "grid_sketch_plan", lambda *a, **k: None)  # no grid release anywhere
+        search, ledger = _search_on(
+            Pipeline([("n", Normalizer()), ("r", PrivateRandomProjection(n_components=2,
+                                                                         data_norm=1.0)),
+                      ("c", clf)]), {"c__C": [0.5, 1.0]})
+        with pytest.raises(ValueError, match="no floating-point-safe release"):
+            search.fit(X, y)
+        assert ledger.spends == []
+    # fit parameters for a ColumnTransformer without metadata routing
+    ct = Pipeline([("ct", ColumnTransformer([("s", PrivateStandardScaler(bounds=(-1, 1)),
+                                              ["a", "b"])])), ("c", clf)])
+    search, ledger = _search_on(ct, {"c__C": [1.0]})
+    with pytest.raises(ValueError, match="would go to a ColumnTransformer"):
+        search.fit(X, y, ct__s__sample_weight=np.ones(400))
+    assert ledger.spends == []
+    # a label slice and a FeatureUnion: searched, not crashed
+    for est in [
+        Pipeline([("ct", ColumnTransformer([("s", PrivateStandardScaler(bounds=(-1, 1)),
+                                             slice("a", "c"))])), ("c", clf)]),
+        Pipeline([("u", FeatureUnion([("s", PrivateStandardScaler(bounds=(-1, 1))),
+                                      ("p", PrivatePCA(n_components=2, data_norm=1.0))])),
+                  ("c", clf)]),
+    ]:
+        search, ledger = _search_on(est, {"c__C": [1.0]})
+        search.fit(X, y)
+        assert len(ledger.spends) == 1
+
+
+def test_zero_dimensional_sample_weight_is_a_scalar():
+    """A 0-d array weight is one setting, checked before the charge like a scalar (review 10)."""
+    from skdp import PrivateLogisticRegression
+
+    X, y = _data(n=300)
+    ledger = BudgetLedger(10.0, 1e-3)
+    est = PrivateLogisticRegression(data_norm=1.0, classes=[0, 1], accountant=ledger)
+    with pytest.raises(ValueError, match=r"must lie in \[0, 1\]"):
+        est.fit(X, y, sample_weight=np.array(1.5))
+    assert ledger.spends == []
+    est.fit(X, y, sample_weight=np.array(0.5))
+    assert len(ledger.spends) == 1

@@ -13,6 +13,7 @@ its selection step is not covered at all.
 """
 
 import math
+import numbers
 import warnings
 from fractions import Fraction
 from numbers import Real
@@ -243,38 +244,75 @@ def _sub_estimators(est):
 _WIDTH_PRESERVING = (Normalizer,)
 
 
-def _preserves_width(step):
+def _output_width(step, width):
+    """The number of columns ``step`` outputs for ``width`` input columns, where its settings
+    tell it (``None`` otherwise): width-preserving steps, and the private projections'
+    ``n_components``."""
+    from ..decomposition import PrivatePCA
     from ..preprocessing import PrivateRowNormScaler, PrivateStandardScaler
+    from ..random_projection import PrivateRandomProjection
 
     if step is None or isinstance(step, str):  # "passthrough"
-        return True
+        return width
     if isinstance(step, FunctionTransformer):
-        return step.func is None
-    return isinstance(step, _WIDTH_PRESERVING + (PrivateRowNormScaler, PrivateStandardScaler))
+        return width if step.func is None else None
+    if isinstance(step, _WIDTH_PRESERVING + (PrivateRowNormScaler, PrivateStandardScaler)):
+        return width
+    if isinstance(step, (PrivatePCA, PrivateRandomProjection)):
+        k = step.n_components
+        if k is None:
+            return width
+        return int(k) if isinstance(k, numbers.Integral) and not isinstance(k, bool) else None
+    return None
 
 
-def _private_inputs(est, width):
-    """``(step, input width)`` of every private step of ``est`` (through Pipeline,
-    ColumnTransformer and FeatureUnion), the width ``None`` where the structure does not tell
-    it: a Pipeline's step after one that may change the width, a ColumnTransformer member
-    whose columns are not a list or a slice."""
+def _column_indices(cols, width):
+    """The columns a ColumnTransformer member selects, as a set, where the selection is a list of
+    names or positions or an integer slice (``None`` otherwise: a callable, a mask, a label
+    slice, a scalar, which gives a 1-D input)."""
+    if isinstance(cols, np.ndarray) and cols.ndim == 1 and cols.dtype.kind in "iuU":
+        cols = cols.tolist()
+    if isinstance(cols, (list, tuple)):
+        if any(isinstance(c, (bool, np.bool_)) for c in cols):
+            return None
+        if all(isinstance(c, (numbers.Integral, str)) for c in cols):
+            return set(cols)
+        return None
+    if (isinstance(cols, slice) and width is not None
+            and all(v is None or isinstance(v, numbers.Integral) for v in
+                    (cols.start, cols.stop, cols.step))):
+        return set(range(width)[cols])
+    return None
+
+
+def _private_inputs(est, width, direct=True, prefix=""):
+    """``(parameter prefix, step, input width, direct)`` of every private step of ``est``
+    (through Pipeline, ColumnTransformer and FeatureUnion, as priced by
+    :func:`~skdp.model_selection._cost._private_steps`). The width is ``None`` where the
+    structure does not tell it; ``direct`` says whether the step is given the search's input
+    as it is (the estimator, a Pipeline's first step, a FeatureUnion's members of those)."""
     if isinstance(est, Pipeline):
-        for _, step in est.steps:
-            yield from _private_inputs(step, width)
-            width = width if _preserves_width(step) else None
+        for i, (name, step) in enumerate(est.steps):
+            yield from _private_inputs(step, width, direct and i == 0, f"{prefix}{name}__")
+            width = _output_width(step, width)
     elif isinstance(est, FeatureUnion):
-        for _, part in est.transformer_list:
-            yield from _private_inputs(part, width)
+        for name, part in est.transformer_list:
+            yield from _private_inputs(part, width, direct, f"{prefix}{name}__")
     elif isinstance(est, ColumnTransformer):
-        for _, part, cols in est.transformers:
-            w = None
-            if isinstance(cols, (list, tuple)) and not any(isinstance(c, bool) for c in cols):
-                w = len(cols)
-            elif isinstance(cols, slice) and width is not None:
-                w = len(range(width)[cols])
-            yield from _private_inputs(part, w)
+        listed = set()
+        for name, part, cols in est.transformers:
+            sel = _column_indices(cols, width)
+            listed = None if sel is None or listed is None else listed | sel
+            yield from _private_inputs(part, None if sel is None else len(sel), False,
+                                       f"{prefix}{name}__")
+        rest = None
+        if listed is not None and width is not None and (
+                all(isinstance(c, numbers.Integral) for c in listed)
+                or all(isinstance(c, str) for c in listed)):
+            rest = width - len(listed)
+        yield from _private_inputs(est.remainder, rest, False, f"{prefix}remainder__")
     elif isinstance(est, PrivateEstimatorMixin):
-        yield est, width
+        yield prefix, est, width, direct
 
 
 def _param_owner(est, params, name):
@@ -296,6 +334,14 @@ def _check_fit_params(est, fit_params):
     if get_config().get("enable_metadata_routing", False):
         return  # routed by scikit-learn's own rules (checked by the estimators)
     for key in fit_params:
+        target = est
+        if isinstance(est, Pipeline):
+            target = dict(est.steps).get(key.partition("__")[0])
+        if isinstance(target, (ColumnTransformer, FeatureUnion)):
+            raise ValueError(
+                f"PrivateGridSearchCV: the fit parameter {key!r} would go to a "
+                f"{type(target).__name__}, which takes none unless scikit-learn's metadata "
+                "routing is enabled (sklearn.set_config(enable_metadata_routing=True)).")
         if isinstance(est, Pipeline):
             step_name, _, param = key.partition("__")
             steps = dict(est.steps)
@@ -334,41 +380,50 @@ def _head(a, m):
     return a.iloc[:m] if hasattr(a, "iloc") else a[:m]
 
 
-def _dry_run(est, X, y, fit_params, m):
-    """Run the part of the fit before the charge of the private step that reads the search's
-    input directly (the estimator itself, or a Pipeline's first step) on ``m`` rows: the errors
-    its public inputs decide there (an epsilon too small for its samplers, a sketch without a
-    floating-point-safe release) are raised before the search's charge, as when it is fitted
-    alone. Its warnings are left to the real fits."""
+def _dry_run(est, X, y, fit_params, m, n_features):
+    """Run, for every private step of ``est`` whose input's structure is public, the part of
+    its fit before its charge, on ``m`` rows: the errors its public inputs decide there (an
+    epsilon too small for its samplers, a sketch without a floating-point-safe release, a
+    delta it cannot use) are raised before the search's charge, as when it is fitted alone.
+
+    A step given the search's input as it is (:func:`_private_inputs`) runs on its first ``m``
+    rows (views where the type allows); a step after others, on a stand-in of zeros of the
+    public width that takes no memory (``np.broadcast_to``); a step of unknown input width is
+    left to its run. The fit stops at its charge (:class:`_StopAtCharge`) and reads no value
+    before it (the fit protocol). Its warnings are left to the real fits.
+    """
     import warnings as _w
 
-    step, params = est, fit_params
-    if isinstance(est, Pipeline):
-        name, step = est.steps[0]
-        params = {k.partition("__")[2]: v for k, v in fit_params.items()
-                  if k.startswith(name + "__")}
-    if not isinstance(step, PrivateEstimatorMixin):
-        return
-    try:  # the first m rows, as views where the type allows (no value is read)
+    try:
         n = _num_samples_or_none(X)
         Xm, ym = _head(X, m), _head(y, m)
-        params = {k: (_head(v, m) if n is not None and _num_samples_or_none(v) == n else v)
-                  for k, v in params.items()}
     except Exception:  # an input that cannot be sliced: the runs' fits report it
         return
-    dry = clone(step).set_params(accountant=_StopAtCharge())
-    with _w.catch_warnings():
-        _w.simplefilter("ignore")
+    for prefix, step, width, direct in _private_inputs(est, n_features):
+        if not direct and width is None:
+            continue
+        params = fit_params if not prefix else {
+            k[len(prefix):]: v for k, v in fit_params.items()
+            if k.startswith(prefix) and "__" not in k[len(prefix):]}
         try:
-            dry.fit(Xm, **params) if ym is None else dry.fit(Xm, ym, **params)
-        except _StoppedAtCharge:
-            pass
+            params = {k: (_head(v, m) if n is not None and _num_samples_or_none(v) == n else v)
+                      for k, v in params.items()}
+        except Exception:
+            continue
+        Xs = Xm if direct else np.broadcast_to(np.float64(0.0), (m, width))
+        dry = clone(step).set_params(accountant=_StopAtCharge())
+        with _w.catch_warnings():
+            _w.simplefilter("ignore")
+            try:
+                dry.fit(Xs, **params) if ym is None else dry.fit(Xs, ym, **params)
+            except _StoppedAtCharge:
+                pass
 
 
 def _check_candidate(est, n_samples, n_features, fit_params=None):
     """Raise, before the charge, every error the candidate's public settings decide."""
     for sub in _sub_estimators(est):
-        if hasattr(sub, "_validate_params"):
+        if hasattr(sub, "_validate_params") and hasattr(type(sub), "_parameter_constraints"):
             sub._validate_params()
     params = est.get_params(deep=True)
     for key in BOUND_PARAMETERS:
@@ -380,7 +435,7 @@ def _check_candidate(est, n_samples, n_features, fit_params=None):
                     "it would be inferred from the private data inside the search and the "
                     "search would not be differentially private. Pass it as a public input."
                 )
-    for step, width in _private_inputs(est, n_features):
+    for _, step, width, _ in _private_inputs(est, n_features):
         step._check_public(n_samples, width)
     _check_fit_params(est, fit_params or {})
 
@@ -422,14 +477,16 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         anything is charged (a bound the route never reads, such as
         ``data_norm`` for ``PrivateOLS(method="mean")``, may stay None). Every
         candidate's settings are validated before the charge too: every
-        private step's, wherever it sits (a step after the first one of a
-        Pipeline is given the input width when the steps before it keep it:
-        the private scalers, ``Normalizer``, ``"passthrough"``; a
-        ColumnTransformer member the length of its column list), the fit
-        parameters against the signature of the ``fit`` they go to, and the
-        part of the fit before its charge of the private step that reads the
-        search's input (the estimator, or a Pipeline's first step) is run on
-        the run's row count and stopped at the charge (it reads the input's
+        private step's, wherever it sits (a step after others is given its
+        input width where their settings tell it: the private scalers,
+        ``Normalizer`` and ``"passthrough"`` keep it, the private projections
+        set it to ``n_components``; a ColumnTransformer member gets the length
+        of its column list, its remainder what is left), the fit parameters
+        against the signature of the ``fit`` they go to, and for every private
+        step of public input width the part of its fit before its own charge
+        is run on the run's row count and stopped at that charge (on the
+        search's input where the step reads it as it is, else on a stand-in
+        of zeros of that width that takes no memory; it reads the input's
         structure only), so that what it decides from public inputs (an
         epsilon too small for the samplers, a sketch without a
         floating-point-safe release) is refused before the search's charge,
@@ -821,12 +878,12 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         for cand in candidates:
             est = self._run_estimator(cand, run)
             _check_candidate(est, n - n_val, d, fit_params)
-            _dry_run(est, X, y, fit_params, n - n_val)
+            _dry_run(est, X, y, fit_params, n - n_val, d)
         if self.refit:
             for cand in candidates:
                 est = self._run_estimator(cand, refit_budget)
                 _check_candidate(est, n, d, fit_params)
-                _dry_run(est, X, y, fit_params, n)
+                _dry_run(est, X, y, fit_params, n, d)
         law = self._stopping_law(len(candidates))
         total = PrivacyBudget(float(self.epsilon), float(self.delta))
         # Laplace mechanism on the mean score (public inputs: calibrated before the charge):
