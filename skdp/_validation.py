@@ -431,7 +431,7 @@ def _failed_in_y(exc):
     return False
 
 
-def call_without_values(fn, *args, name="X", **kwargs):
+def call_without_values(fn, *args, name="X", catch=(ValueError, TypeError), **kwargs):
     """``fn(*args, **kwargs)``, with its ``ValueError`` / ``TypeError`` re-raised without values.
 
     The one wrapper of every validation of private data (``validate_data``,
@@ -442,12 +442,15 @@ def call_without_values(fn, *args, name="X", **kwargs):
     label type", ...) and never a value of the data. The original error is
     neither chained (``__cause__``) nor kept as ``__context__``. ``name``
     is the input's name; ``("X", "y")`` names the one whose check failed.
+    ``catch``: the exception types replaced (``Exception`` where the call runs
+    code that is not a validation, such as a search's runs: an ``IndexError``
+    of a table lookup quotes its key too).
     """
     try:
         return fn(*args, **kwargs)
     except BudgetExceededError:
         raise  # a ledger's refusal: its message has public values only
-    except (ValueError, TypeError) as exc:
+    except catch as exc:
         if isinstance(name, tuple):
             which = name[1] if _failed_in_y(exc) else name[0]
         else:

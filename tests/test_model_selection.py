@@ -1424,3 +1424,194 @@ def test_zero_dimensional_sample_weight_is_a_scalar():
     assert ledger.spends == []
     est.fit(X, y, sample_weight=np.array(0.5))
     assert len(ledger.spends) == 1
+
+
+def test_search_releases_no_generator_in_fitted_column_transformer_members():
+    """A ColumnTransformer fits clones of its members; the run's Generator stayed on the fitted
+    clones (transformers_), and rewinding it recovered the private statistic (review 11, A)."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+
+    from skdp.preprocessing import PrivateStandardScaler
+
+    X, y = _data(n=400)
+    pipe = Pipeline([("ct", ColumnTransformer([("s", PrivateStandardScaler(bounds=(-1, 1)),
+                                                [0, 1])],
+                                              remainder=PrivateStandardScaler(bounds=(-1, 1)))),
+                     ("c", DPMeanClassifier())])
+    for refit in (False, True):
+        search = PrivateGridSearchCV(pipe, {"c__bias": [0.0, 0.1]}, epsilon=1.0,
+                                     strategy="exhaustive", refit=refit).fit(X, y)
+        from skdp.base import _estimators_in
+
+        seen, todo, ids = [], [search.best_estimator_], set()
+        while todo:  # every estimator reachable through parameters and fitted attributes
+            obj = todo.pop()
+            if id(obj) in ids:
+                continue
+            ids.add(id(obj))
+            seen.append(obj)
+            todo.extend(e for v in list(obj.get_params(deep=False).values())
+                        + list(vars(obj).values()) for e in _estimators_in(v))
+        scalers = [o for o in seen if isinstance(o, PrivateStandardScaler) and hasattr(o, "mean_")]
+        assert len(scalers) >= 2  # the fitted member and the fitted remainder
+        assert all(o.random_state is None for o in seen if hasattr(o, "random_state"))
+
+
+class _RecordsDryRunInput(DPMeanClassifier):
+    """Records what a fit stopped at its charge was given."""
+
+    given = []
+
+    def _start_fit(self, *args, **kwargs):
+        from skdp.model_selection._search import _StopAtCharge
+
+        if isinstance(self.accountant, _StopAtCharge):
+            type(self).given.append(self._dry_input)
+        return super()._start_fit(*args, **kwargs)
+
+    def fit(self, X, y, sample_weight=None):
+        self._dry_input = (X, y, sample_weight)
+        return super().fit(X.toarray() if hasattr(X, "toarray") else X, y)
+
+    def decision_function(self, X):
+        return super().decision_function(X.toarray() if hasattr(X, "toarray") else X)
+
+
+def test_search_dry_runs_are_given_no_value_of_the_data():
+    """The dry run gave a step the search's real first rows; a step that makes no charge ran to
+    the end on them before the search's charge (review 11, B/B2). It gets zeros of the input's
+    structure (in no memory), also for y and the weights; a sparse input a sparse stand-in."""
+    import scipy.sparse as sparse
+
+    X, y = _data(n=400)
+    w = np.full(400, 0.7)
+    for Xin in (X, sparse.csr_matrix(X)):
+        _RecordsDryRunInput.given = []
+        PrivateGridSearchCV(_RecordsDryRunInput(), GRID, epsilon=1.0, strategy="exhaustive",
+                            refit=True).fit(Xin, y, sample_weight=w)
+        given = _RecordsDryRunInput.given
+        assert len(given) == 2 * len(GRID["bias"])  # every candidate, for the runs and the refit
+        for Xs, ys, ws in given:
+            assert sparse.issparse(Xs) == sparse.issparse(Xin)
+            assert (Xs.nnz == 0) if sparse.issparse(Xs) else (Xs.strides == (0, 0) and not Xs.any())
+            assert ys.strides == (0,) and not ys.any()
+            assert ws.strides == (0,) and np.all(ws == 0.5)
+        assert {Xs.shape for Xs, _, _ in given} == {(300, 3), (400, 3)}
+
+
+def test_search_masks_every_exception_type_of_its_runs():
+    """An allowed FunctionTransformer's table lookup raised an IndexError quoting a private value,
+    which escaped the search unmasked (only ValueError and TypeError were; review 11, D)."""
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    X, y = _data(n=400)
+    table = np.zeros(100)
+
+    def lookup(A):
+        return A + table[np.asarray(A[:, 0] * 1e4, dtype=int) % 100 + 4343]
+
+    pipe = Pipeline([("f", FunctionTransformer(lookup)), ("c", DPMeanClassifier())])
+    with pytest.raises(ValueError) as err:
+        PrivateGridSearchCV(pipe, {"c__bias": [0.0]}, epsilon=1.0,
+                            strategy="exhaustive").fit(X, y)
+    assert "IndexError" in str(err.value) and "43" not in str(err.value)
+
+
+def test_search_column_transformer_columns_checked_and_counted_from_the_structure():
+    """Columns a ColumnTransformer selects that the input does not have are refused before the
+    charge (review 11, G); repeated or negative positions are counted as the transformer does
+    (K: a set undercounted them and refused valid pipelines)."""
+    pd = pytest.importorskip("pandas")
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+
+    from skdp import PrivatePCA
+
+    rng = np.random.default_rng(0)
+    Xa = rng.uniform(-0.5, 0.5, (400, 4))
+    y = (Xa[:, 0] > 0).astype(int)
+    Xf = pd.DataFrame(Xa, columns=list("abcd"))
+    clf = DPMeanClassifier(data_norm=3.0)
+    for Xin, cols in [(Xa, [0, 7]), (Xf, ["a", "z"]), (Xa, ["a", "b"])]:
+        pipe = Pipeline([("ct", ColumnTransformer([("p", PrivatePCA(n_components=1,
+                                                                   data_norm=1.0), cols)])),
+                         ("c", clf)])
+        search, ledger = _search_on(pipe, {"c__bias": [0.0]})
+        with pytest.raises(ValueError, match="ColumnTransformer selects the columns"):
+            search.fit(Xin, y)
+        assert ledger.spends == []
+    for cols, remainder, k in [([0, 0], "drop", 2), ([-1], PrivatePCA(n_components=3,
+                                                                      data_norm=1.0), 1)]:
+        pipe = Pipeline([("ct", ColumnTransformer([("p", PrivatePCA(n_components=k,
+                                                                   data_norm=1.0), cols)],
+                                                  remainder=remainder)), ("c", clf)])
+        search, ledger = _search_on(pipe, {"c__bias": [0.0]})
+        search.fit(Xa, y)
+        assert len(ledger.spends) == 1
+
+
+def test_search_fits_extensions_without_an_accountant_and_dask_input():
+    """The dry run needs the step's accountant parameter (an extension without one is simply not
+    dry-run, review 11, I), and is given numpy-structured zeros where the runs get numpy rows (a
+    dask input was given to it as is, and PrivateLogisticRegression refused it: J)."""
+    da = pytest.importorskip("dask.array")
+    from skdp import PrivateLogisticRegression
+
+    class NoAccountant(DPMeanClassifier):
+        _parameter_constraints = {k: v for k, v in DPMeanClassifier._parameter_constraints.items()
+                                  if k != "accountant"}
+
+        def __init__(self, epsilon=1.0, delta=0.0, data_norm=1.0, bias=0.0, random_state=None):
+            super().__init__(epsilon=epsilon, delta=delta, data_norm=data_norm, bias=bias,
+                             random_state=random_state)
+            del self.accountant
+
+    X, y = _data(n=400)
+    PrivateGridSearchCV(NoAccountant(), GRID, epsilon=1.0, strategy="exhaustive").fit(X, y)
+    search = PrivateGridSearchCV(PrivateLogisticRegression(data_norm=1.0, classes=[0, 1]),
+                                 {"C": [1.0]}, epsilon=1.0, strategy="exhaustive")
+    search.fit(da.from_array(X, chunks=(100, 3)), y)
+    assert search.best_estimator_.coef_.shape == (1, 3)
+
+
+def test_randomised_searches_in_threads_keep_their_run_warnings_hidden():
+    """The runs' warnings are hidden with the process-wide filters; a second search in another
+    thread restored them mid-loop and the runs' warnings, one per run, reached the user (review
+    11, E). The searches now hold one lock while they change the filters."""
+    import threading
+    import warnings
+
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    X, y = _data(n=300)
+    seen = []
+
+    def marked(A):
+        warnings.warn("run-marker", UserWarning)
+        return A
+
+    stop = threading.Event()
+
+    def other():
+        while not stop.is_set():
+            PrivateGridSearchCV(DPMeanClassifier(), {"bias": [0.0]}, epsilon=0.1,
+                                strategy="exhaustive").fit(X, y)
+
+    pipe = Pipeline([("f", FunctionTransformer(marked)), ("c", DPMeanClassifier())])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t = threading.Thread(target=other)
+        t.start()
+        try:
+            for seed in range(3):
+                PrivateGridSearchCV(pipe, {"c__bias": [0.0, 0.1]}, epsilon=1.0,
+                                    strategy="random_stopping", stopping_probability=0.1,
+                                    random_state=seed).fit(X, y)
+        finally:
+            stop.set()
+            t.join()
+        seen = [w for w in caught if "run-marker" in str(w.message)]
+    assert seen == []

@@ -14,11 +14,13 @@ its selection step is not covered at all.
 
 import math
 import numbers
+import threading
 import warnings
 from fractions import Fraction
 from numbers import Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.model_selection import ParameterGrid
 from sklearn.compose import ColumnTransformer
@@ -32,7 +34,9 @@ from sklearn.utils.validation import _num_samples, check_is_fitted, indexable
 from .._budget import PrivacyBudget
 from .._stats import check_weight_structure, rounding_gamma
 from .._validation import call_without_values, check_public_structure, seed_entropy
-from ..base import BOUND_PARAMETERS, PrivateEstimatorMixin, _fits_nothing, private_fit
+from .._dask import is_dask_collection
+from ..base import (BOUND_PARAMETERS, PrivateEstimatorMixin, _estimators_in, _fits_nothing,
+                    private_fit)
 from ..mechanisms import Query, calibrate
 from ._cost import (_leaf_steps, _private_steps, selection_run_budget, truncated_negative_binomial_gamma,
                     truncated_negative_binomial_mean)
@@ -216,13 +220,31 @@ def _fit_run(est, seed_seq, X, y, fit_params):
 
     est.set_params(**{name: seed(name, child) for name, child in zip(names, children)})
     try:
-        # the private steps' errors carry no value; an allowed stateless step (Normalizer,
-        # FunctionTransformer) validates the rows with scikit-learn's messages, which may
-        # quote a cell: re-raised without values like every validation of private data
-        call_without_values(est.fit, X, y, name=("X", "y"), **fit_params)
+        # any step's error may quote a cell (numpy's conversion errors, an allowed
+        # FunctionTransformer's lookup): every exception is re-raised without values
+        call_without_values(est.fit, X, y, name=("X", "y"), catch=Exception, **fit_params)
     finally:
         est.set_params(**{name: None for name in names})
+        _forget_seeds(est)
     return est
+
+
+def _forget_seeds(est):
+    """Set ``random_state`` to ``None`` on every estimator reachable from ``est``, its fitted
+    attributes included: a ColumnTransformer fits clones of its members (``transformers_``),
+    which keep the run's generator after the originals are reset, and a generator's state
+    after the fit can be rewound to its noise."""
+    todo, seen = [est], set()
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        params = obj.get_params(deep=False)
+        if params.get("random_state") is not None:
+            setattr(obj, "random_state", None)  # as set_params would, without revalidation
+        todo.extend(e for v in list(params.values()) + list(vars(obj).values())
+                    for e in _estimators_in(v))
 
 
 def _search_seed_sequence(random_state, spend):
@@ -240,79 +262,91 @@ def _sub_estimators(est):
                     if hasattr(v, "get_params") and not isinstance(v, type)]
 
 
-#: steps whose output has as many columns as their input (the width stays public through them)
+#: steps whose output has as many columns as their input, sparse if it is (the width and the
+#: format stay public through them)
 _WIDTH_PRESERVING = (Normalizer,)
 
 
-def _output_width(step, width):
-    """The number of columns ``step`` outputs for ``width`` input columns, where its settings
-    tell it (``None`` otherwise): width-preserving steps, and the private projections'
-    ``n_components``."""
+def _output_structure(step, width, sparse):
+    """``(width, sparse)`` of what ``step`` outputs for such an input, where its settings tell
+    it (width ``None`` otherwise): width-preserving steps keep both, the private projections
+    output ``n_components`` dense columns."""
     from ..decomposition import PrivatePCA
     from ..preprocessing import PrivateRowNormScaler, PrivateStandardScaler
     from ..random_projection import PrivateRandomProjection
 
     if step is None or isinstance(step, str):  # "passthrough"
-        return width
+        return width, sparse
     if isinstance(step, FunctionTransformer):
-        return width if step.func is None else None
+        return (width if step.func is None else None), sparse
     if isinstance(step, _WIDTH_PRESERVING + (PrivateRowNormScaler, PrivateStandardScaler)):
-        return width
+        return width, sparse
     if isinstance(step, (PrivatePCA, PrivateRandomProjection)):
         k = step.n_components
         if k is None:
-            return width
-        return int(k) if isinstance(k, numbers.Integral) and not isinstance(k, bool) else None
-    return None
+            return width, False
+        if isinstance(k, numbers.Integral) and not isinstance(k, bool):
+            return int(k), False
+    return None, sparse
 
 
-def _column_indices(cols, width):
-    """The columns a ColumnTransformer member selects, as a set, where the selection is a list of
-    names or positions or an integer slice (``None`` otherwise: a callable, a mask, a label
-    slice, a scalar, which gives a 1-D input)."""
-    if isinstance(cols, np.ndarray) and cols.ndim == 1 and cols.dtype.kind in "iuU":
-        cols = cols.tolist()
-    if isinstance(cols, (list, tuple)):
-        if any(isinstance(c, (bool, np.bool_)) for c in cols):
-            return None
-        if all(isinstance(c, (numbers.Integral, str)) for c in cols):
-            return set(cols)
+def _readable_columns(X):
+    """Whether the columns of ``X`` can be resolved from its structure alone."""
+    return isinstance(X, np.ndarray) or sp.issparse(X) or (
+        hasattr(X, "columns") and hasattr(X, "iloc") and not is_dask_collection(X))
+
+
+def _selected_columns(cols, width, X):
+    """The positions a ColumnTransformer member selects (a list: a repeated column counts
+    twice), from the structure of its input ``X`` (shape, column names; the search's input
+    where the transformer reads it as it is) or of a stand-in of ``width`` columns; ``None``
+    where they cannot be told (a callable reads the data). A selection the search's input does
+    not have is refused here, before the charge."""
+    from sklearn.utils._indexing import _get_column_indices
+
+    if callable(cols):
         return None
-    if (isinstance(cols, slice) and width is not None
-            and all(v is None or isinstance(v, numbers.Integral) for v in
-                    (cols.start, cols.stop, cols.step))):
-        return set(range(width)[cols])
-    return None
+    if X is not None and _readable_columns(X):
+        try:
+            return list(_get_column_indices(X, cols))
+        except (ValueError, IndexError, KeyError, TypeError) as exc:
+            raise ValueError(
+                f"PrivateGridSearchCV: a ColumnTransformer selects the columns {cols!r}, which "
+                f"the input does not have ({type(exc).__name__}: {exc}).") from None
+    if width is None:
+        return None
+    try:
+        return list(_get_column_indices(np.broadcast_to(np.float64(0.0), (1, width)), cols))
+    except Exception:  # names without a frame, or a bad selection: the run reports it
+        return None
 
 
-def _private_inputs(est, width, direct=True, prefix=""):
-    """``(parameter prefix, step, input width, direct)`` of every private step of ``est``
+def _private_inputs(est, width, sparse=False, X=None, prefix=""):
+    """``(parameter prefix, step, input width, sparse)`` of every private step of ``est``
     (through Pipeline, ColumnTransformer and FeatureUnion, as priced by
     :func:`~skdp.model_selection._cost._private_steps`). The width is ``None`` where the
-    structure does not tell it; ``direct`` says whether the step is given the search's input
-    as it is (the estimator, a Pipeline's first step, a FeatureUnion's members of those)."""
+    structure does not tell it. ``X``: the search's input where ``est`` reads it as it is
+    (only its structure is read: a ColumnTransformer's column selections)."""
     if isinstance(est, Pipeline):
         for i, (name, step) in enumerate(est.steps):
-            yield from _private_inputs(step, width, direct and i == 0, f"{prefix}{name}__")
-            width = _output_width(step, width)
+            yield from _private_inputs(step, width, sparse, X if i == 0 else None,
+                                       f"{prefix}{name}__")
+            width, sparse = _output_structure(step, width, sparse)
     elif isinstance(est, FeatureUnion):
         for name, part in est.transformer_list:
-            yield from _private_inputs(part, width, direct, f"{prefix}{name}__")
+            yield from _private_inputs(part, width, sparse, X, f"{prefix}{name}__")
     elif isinstance(est, ColumnTransformer):
-        listed = set()
+        used = set()
         for name, part, cols in est.transformers:
-            sel = _column_indices(cols, width)
-            listed = None if sel is None or listed is None else listed | sel
-            yield from _private_inputs(part, None if sel is None else len(sel), False,
+            sel = _selected_columns(cols, width, X)
+            used = None if sel is None or used is None else used | {
+                c % width if width else c for c in sel}
+            yield from _private_inputs(part, None if sel is None else len(sel), sparse, None,
                                        f"{prefix}{name}__")
-        rest = None
-        if listed is not None and width is not None and (
-                all(isinstance(c, numbers.Integral) for c in listed)
-                or all(isinstance(c, str) for c in listed)):
-            rest = width - len(listed)
-        yield from _private_inputs(est.remainder, rest, False, f"{prefix}remainder__")
+        rest = None if used is None or width is None else width - len(used)
+        yield from _private_inputs(est.remainder, rest, sparse, None, f"{prefix}remainder__")
     elif isinstance(est, PrivateEstimatorMixin):
-        yield prefix, est, width, direct
+        yield prefix, est, width, sparse
 
 
 def _param_owner(est, params, name):
@@ -372,55 +406,64 @@ class _StopAtCharge:
         raise _StoppedAtCharge
 
 
-def _head(a, m):
-    """The first ``m`` rows of ``a`` (a view where the type allows): the structure of a run's
-    input before the split is drawn (the dry run reads no value)."""
-    if a is None:
-        return None
-    return a.iloc[:m] if hasattr(a, "iloc") else a[:m]
+#: held while the search changes the process-wide warnings filters (the dry runs, the runs of
+#: the randomised strategies), so that two searches in threads do not restore each other's
+_WARNINGS_LOCK = threading.RLock()
 
 
-def _dry_run(est, X, y, fit_params, m, n_features):
-    """Run, for every private step of ``est`` whose input's structure is public, the part of
-    its fit before its charge, on ``m`` rows: the errors its public inputs decide there (an
-    epsilon too small for its samplers, a sketch without a floating-point-safe release, a
-    delta it cannot use) are raised before the search's charge, as when it is fitted alone.
+def _stand_in(m, width, sparse, dtype=np.float64):
+    """Zeros of the structure a step is given (``m`` rows, ``width`` columns, sparse or dense,
+    ``dtype``) in no memory: a zero-strided view, or an empty sparse matrix."""
+    if sparse:
+        return sp.csr_matrix((m, width), dtype=dtype)
+    return np.broadcast_to(np.zeros((), dtype=dtype), (m, width))
 
-    A step given the search's input as it is (:func:`_private_inputs`) runs on its first ``m``
-    rows (views where the type allows); a step after others, on a stand-in of zeros of the
-    public width that takes no memory (``np.broadcast_to``); a step of unknown input width is
-    left to its run. The fit stops at its charge (:class:`_StopAtCharge`) and reads no value
-    before it (the fit protocol). Its warnings are left to the real fits.
+
+def _dry_run(est, X, y, fit_params, m, n, n_features):
+    """Run, for every private step of ``est`` whose input width is public, the part of its fit
+    before its charge, on a stand-in of its input's structure: the errors its public inputs
+    decide there (an epsilon too small for its samplers, a sketch without a floating-point-safe
+    release, a delta it cannot use, sparse input it refuses) are raised before the search's
+    charge, as when it is fitted alone.
+
+    No value of the data is given to it: the step gets zeros of its input's structure (``m``
+    rows, its width, sparse where the search's input is and the steps before it keep it, the
+    input's float dtype; :func:`_stand_in`), ``y`` and the
+    row-indexed fit parameters zeros of their shapes (weights: 1/2). The fit stops at its charge
+    (:class:`_StopAtCharge`); a step whose fit makes no charge runs on the zeros and is thrown
+    away. Its warnings are left to the real fits.
     """
     import warnings as _w
 
-    try:
-        n = _num_samples_or_none(X)
-        Xm, ym = _head(X, m), _head(y, m)
-    except Exception:  # an input that cannot be sliced: the runs' fits report it
-        return
-    for prefix, step, width, direct in _private_inputs(est, n_features):
-        if not direct and width is None:
+    is_sparse = sp.issparse(X)
+    dtype = getattr(X, "dtype", None)
+    dtype = dtype if dtype in (np.float32, np.float64) and not is_dask_collection(X) \
+        else np.float64
+    y_in = None
+    if y is not None:
+        dt = getattr(y, "dtype", None)
+        dt = dt if isinstance(dt, np.dtype) else np.dtype(object)
+        tail = tuple(getattr(y, "shape", (n,))[1:])
+        y_in = np.broadcast_to(np.zeros((), dtype=dt), (m,) + tail)
+    for prefix, step, width, sparse in _private_inputs(est, n_features, is_sparse):
+        if width is None or "accountant" not in step.get_params(deep=False):
             continue
         params = fit_params if not prefix else {
             k[len(prefix):]: v for k, v in fit_params.items()
             if k.startswith(prefix) and "__" not in k[len(prefix):]}
-        try:
-            params = {k: (_head(v, m) if n is not None and _num_samples_or_none(v) == n else v)
-                      for k, v in params.items()}
-        except Exception:
-            continue
-        Xs = Xm if direct else np.broadcast_to(np.float64(0.0), (m, width))
+        params = {k: (np.broadcast_to(0.5, (m,)) if _num_samples_or_none(v) == n else v)
+                  for k, v in params.items()}
+        Xs = _stand_in(m, width, sparse, dtype)
         dry = clone(step).set_params(accountant=_StopAtCharge())
-        with _w.catch_warnings():
+        with _WARNINGS_LOCK, _w.catch_warnings():
             _w.simplefilter("ignore")
             try:
-                dry.fit(Xs, **params) if ym is None else dry.fit(Xs, ym, **params)
+                dry.fit(Xs, **params) if y_in is None else dry.fit(Xs, y_in, **params)
             except _StoppedAtCharge:
                 pass
 
 
-def _check_candidate(est, n_samples, n_features, fit_params=None):
+def _check_candidate(est, n_samples, n_features, fit_params=None, X=None):
     """Raise, before the charge, every error the candidate's public settings decide."""
     for sub in _sub_estimators(est):
         if hasattr(sub, "_validate_params") and hasattr(type(sub), "_parameter_constraints"):
@@ -435,7 +478,7 @@ def _check_candidate(est, n_samples, n_features, fit_params=None):
                     "it would be inferred from the private data inside the search and the "
                     "search would not be differentially private. Pass it as a public input."
                 )
-    for _, step, width, _ in _private_inputs(est, n_features):
+    for _, step, width, _ in _private_inputs(est, n_features, False, X):
         step._check_public(n_samples, width)
     _check_fit_params(est, fit_params or {})
 
@@ -484,10 +527,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         of its column list, its remainder what is left), the fit parameters
         against the signature of the ``fit`` they go to, and for every private
         step of public input width the part of its fit before its own charge
-        is run on the run's row count and stopped at that charge (on the
-        search's input where the step reads it as it is, else on a stand-in
-        of zeros of that width that takes no memory; it reads the input's
-        structure only), so that what it decides from public inputs (an
+        is run on the run's row count and stopped at that charge, on zeros of
+        its input's structure that take no memory (never on the data), so
+        that what it decides from public inputs (an
         epsilon too small for the samplers, a sketch without a
         floating-point-safe release) is refused before the search's charge,
         as for a fit on its own. After the charge, the runs' errors are
@@ -806,10 +848,11 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         # predicting validates the private validation rows (an allowed Normalizer quotes a bad
         # cell in its message): errors are re-raised without values, as in the runs' fits
         if self.scoring == "accuracy":
-            pred = call_without_values(est.predict, X_val, name="X")
+            pred = call_without_values(est.predict, X_val, name="X", catch=Exception)
             per_row = (np.asarray(pred) == np.asarray(y_val)).astype(float)
         else:
-            scores = call_without_values(self.scoring, est, X_val, y_val, name=("X", "y"))
+            scores = call_without_values(self.scoring, est, X_val, y_val, name=("X", "y"),
+                                         catch=Exception)
             # a score that is not a number would be quoted by numpy's message: masked too
             per_row = call_without_values(np.asarray, scores, dtype=float,
                                           name="the scoring's output").ravel()
@@ -877,13 +920,13 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             raise ValueError(f"{n} rows are too few for validation_fraction={self.validation_fraction}.")
         for cand in candidates:
             est = self._run_estimator(cand, run)
-            _check_candidate(est, n - n_val, d, fit_params)
-            _dry_run(est, X, y, fit_params, n - n_val, d)
+            _check_candidate(est, n - n_val, d, fit_params, X)
+            _dry_run(est, X, y, fit_params, n - n_val, n, d)
         if self.refit:
             for cand in candidates:
                 est = self._run_estimator(cand, refit_budget)
-                _check_candidate(est, n, d, fit_params)
-                _dry_run(est, X, y, fit_params, n, d)
+                _check_candidate(est, n, d, fit_params, X)
+                _dry_run(est, X, y, fit_params, n, n, d)
         law = self._stopping_law(len(candidates))
         total = PrivacyBudget(float(self.epsilon), float(self.delta))
         # Laplace mechanism on the mean score (public inputs: calibrated before the charge):
@@ -922,9 +965,12 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         X, y = indexable(X, y)
         perm = np.random.default_rng(split_seq).permutation(n)  # depends on n and the seed only
         val_idx, train_idx = np.sort(perm[:n_val]), np.sort(perm[n_val:])
-        X_tr, X_val = _take(X, train_idx), _take(X, val_idx)
-        y_tr = None if y is None else _take(y, train_idx)
-        y_val = None if y is None else _take(y, val_idx)
+        # (taking rows computes a dask input: its workers' errors may quote a cell)
+        X_tr, X_val = (call_without_values(_take, X, idx, name="X", catch=Exception)
+                       for idx in (train_idx, val_idx))
+        y_tr, y_val = (None if y is None else call_without_values(_take, y, idx, name="y",
+                                                                  catch=Exception)
+                       for idx in (train_idx, val_idx))
         params_tr = _split_fit_params(fit_params, n, train_idx)
         self.score_noise_ = score_noise
         noise_rng = np.random.default_rng(noise_seq)
@@ -932,7 +978,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         # the number of runs is not releasable under the randomised strategies (see Notes): only the
         # exhaustive strategy publishes its scores, and nothing else about the runs is kept, not
         # even their warnings (one per run would count them)
-        with warnings.catch_warnings():
+        with _WARNINGS_LOCK, warnings.catch_warnings():
             if self.strategy != "exhaustive":
                 warnings.simplefilter("ignore")
             for j, seq in zip(picks, run_seq.spawn(len(picks))):
