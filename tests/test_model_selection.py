@@ -1595,16 +1595,23 @@ def test_randomised_searches_in_threads_keep_their_run_warnings_hidden():
 
     stop = threading.Event()
 
-    def other():
+    def other():  # another search
         while not stop.is_set():
             PrivateGridSearchCV(DPMeanClassifier(), {"bias": [0.0]}, epsilon=0.1,
                                 strategy="exhaustive").fit(X, y)
 
+    def idiom():  # the everyday idiom of code that is not skdp's (review 12)
+        while not stop.is_set():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                np.ones(3).sum()
+
     pipe = Pipeline([("f", FunctionTransformer(marked)), ("c", DPMeanClassifier())])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        t = threading.Thread(target=other)
-        t.start()
+        threads = [threading.Thread(target=other), threading.Thread(target=idiom)]
+        for t in threads:
+            t.start()
         try:
             for seed in range(3):
                 PrivateGridSearchCV(pipe, {"c__bias": [0.0, 0.1]}, epsilon=1.0,
@@ -1612,6 +1619,31 @@ def test_randomised_searches_in_threads_keep_their_run_warnings_hidden():
                                     random_state=seed).fit(X, y)
         finally:
             stop.set()
-            t.join()
+            for t in threads:
+                t.join()
         seen = [w for w in caught if "run-marker" in str(w.message)]
     assert seen == []
+
+
+def test_search_refuses_dask_dataframes_before_reading_them_and_leaves_frozen_steps_alone():
+    """A dask DataFrame cannot be split by position: the search charged, then failed in the split,
+    after computing its partitions for the row count (review 12). A FrozenEstimator is shared
+    with the caller by clone: the search cleared its (public) seed on the caller's object."""
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.pipeline import Pipeline
+    from sklearn.random_projection import GaussianRandomProjection
+
+    X, y = _data(n=400)
+    ledger = BudgetLedger(10.0, 1e-3)
+    ddf = dd.from_pandas(pd.DataFrame(X, columns=list("abc")), npartitions=4)
+    with pytest.raises(TypeError, match="dask DataFrame cannot be split"):
+        PrivateGridSearchCV(DPMeanClassifier(), GRID, epsilon=1.0, strategy="exhaustive",
+                            accountant=ledger).fit(ddf, y)
+    assert ledger.spends == []
+    grp = GaussianRandomProjection(n_components=3, random_state=7).fit(X)
+    pipe = Pipeline([("f", FrozenEstimator(grp)), ("c", DPMeanClassifier())])
+    PrivateGridSearchCV(pipe, {"c__bias": [0.0, 0.1]}, epsilon=1.0,
+                        strategy="exhaustive").fit(X, y)
+    assert grp.random_state == 7

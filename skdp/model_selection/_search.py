@@ -12,6 +12,7 @@ exact scores leaks. Its total cost is the basic composition of all fits and
 its selection step is not covered at all.
 """
 
+import contextlib
 import math
 import numbers
 import threading
@@ -24,6 +25,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.model_selection import ParameterGrid
 from sklearn.compose import ColumnTransformer
+from sklearn.frozen import FrozenEstimator
 from sklearn.pipeline import FeatureUnion, Pipeline
 from sklearn.preprocessing import FunctionTransformer, Normalizer
 from sklearn.utils import get_tags
@@ -237,8 +239,9 @@ def _forget_seeds(est):
     todo, seen = [est], set()
     while todo:
         obj = todo.pop()
-        if id(obj) in seen:
-            continue
+        if id(obj) in seen or isinstance(obj, FrozenEstimator):
+            continue  # (a frozen step was fitted on public data, and clone shares it with the
+            # caller: its parameters are not the search's to change)
         seen.add(id(obj))
         params = obj.get_params(deep=False)
         if params.get("random_state") is not None:
@@ -409,6 +412,45 @@ class _StopAtCharge:
 #: held while the search changes the process-wide warnings filters (the dry runs, the runs of
 #: the randomised strategies), so that two searches in threads do not restore each other's
 _WARNINGS_LOCK = threading.RLock()
+#: randomised searches in their run loop: while nonzero, every warning is dropped at the point
+#: where Python shows it (:func:`_withheld_warnings`)
+_WITHHOLDING = [0]
+
+
+def _install_warning_gate():
+    """Wrap ``warnings._showwarnmsg`` (once) so that it drops every warning while a randomised
+    search runs. The filters alone are not enough: any other thread's ``catch_warnings()`` (every
+    scikit-learn ``check_array`` enters one) restores the process-wide filter list on exit,
+    dropping the search's "ignore" mid-loop. ``_showwarnmsg``, through which Python and C code
+    show every warning (``record=True`` included), is not saved or restored by them."""
+    shown = warnings._showwarnmsg
+    if getattr(shown, "_skdp_gate", False):
+        return
+
+    def _showwarnmsg(msg):
+        if _WITHHOLDING[0]:
+            return
+        shown(msg)
+
+    _showwarnmsg._skdp_gate = True
+    warnings._showwarnmsg = _showwarnmsg
+
+
+@contextlib.contextmanager
+def _withheld_warnings(active=True):
+    """Withhold every warning shown while the block runs (``active``), in every thread: a
+    randomised search's runs would otherwise count K. Held under :data:`_WARNINGS_LOCK`."""
+    with _WARNINGS_LOCK, warnings.catch_warnings():
+        if not active:
+            yield
+            return
+        warnings.simplefilter("ignore")
+        _install_warning_gate()
+        _WITHHOLDING[0] += 1
+        try:
+            yield
+        finally:
+            _WITHHOLDING[0] -= 1
 
 
 def _stand_in(m, width, sparse, dtype=np.float64):
@@ -665,7 +707,10 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     on ``K = k`` the output is only ``k eps_r``-DP, so ``cv_results_`` (which
     would reveal ``K``) is not available, the runs' warnings are withheld
     (one warning per run would count ``K``; which warnings appear would
-    tell which grid points ran; the refit's warnings pass through), and the
+    tell which grid points ran; the refit's warnings pass through; while the
+    runs go, warnings of every thread are withheld where Python shows them,
+    since another thread's ``catch_warnings`` restores the process-wide
+    filters), and the
     run time is a side channel on ``K`` that the guarantee assumes hidden.
     To see a candidate's warnings, fit it on its own or search with
     ``strategy="exhaustive"``. ``E[K] = 1/gamma``;
@@ -905,6 +950,11 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         final = self.estimator
         if isinstance(final, Pipeline) and isinstance(final.steps[-1][1], BaseEstimator):
             final = final.steps[-1][1]
+        if is_dask_collection(X) and hasattr(X, "iloc"):
+            # the split takes rows by position, which a dask DataFrame cannot do: refused from
+            # its type alone, before its row count (computed from its partitions) is read
+            raise TypeError("PrivateGridSearchCV: a dask DataFrame cannot be split by rows; pass "
+                            "a dask array (X.to_dask_array(lengths=True)), or pandas / numpy.")
         n, d = check_public_structure(X, y, estimator=final,
                                       requires_y=get_tags(final).target_tags.required)
         if self.scoring == "accuracy" and y is None:
@@ -978,9 +1028,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         # the number of runs is not releasable under the randomised strategies (see Notes): only the
         # exhaustive strategy publishes its scores, and nothing else about the runs is kept, not
         # even their warnings (one per run would count them)
-        with _WARNINGS_LOCK, warnings.catch_warnings():
-            if self.strategy != "exhaustive":
-                warnings.simplefilter("ignore")
+        with _withheld_warnings(self.strategy != "exhaustive"):
             for j, seq in zip(picks, run_seq.spawn(len(picks))):
                 est = self._run_estimator(candidates[j], run)
                 _fit_run(est, seq, X_tr, y_tr, params_tr)
