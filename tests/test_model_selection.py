@@ -1647,3 +1647,45 @@ def test_search_refuses_dask_dataframes_before_reading_them_and_leaves_frozen_st
     PrivateGridSearchCV(pipe, {"c__bias": [0.0, 0.1]}, epsilon=1.0,
                         strategy="exhaustive").fit(X, y)
     assert grp.random_state == 7
+
+
+def test_search_checks_allowed_non_private_steps_before_the_charge():
+    """An allowed non-private step's refusal of the input's structure (FunctionTransformer with
+    validate=True given sparse rows; a frozen public model given another width) came after the
+    charge, and with such a step in the grid of a randomised search whether the search raised
+    depended on K (review 12). A frozen encoder is checked by its width only (zeros would be
+    unknown categories)."""
+    import scipy.sparse as sparse
+    from sklearn.compose import ColumnTransformer
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(400, 4))
+    y = (X[:, 0] > 0).astype(int)
+    cases = [
+        (Pipeline([("f", FunctionTransformer(validate=True)), ("c", DPMeanClassifier())]),
+         {"c__bias": [0.0]}, sparse.csr_matrix(X), TypeError, "dense data is required"),
+        (Pipeline([("f", FrozenEstimator(StandardScaler().fit(rng.normal(size=(50, 5))))),
+                   ("c", DPMeanClassifier())]), {"c__bias": [0.0]}, X, ValueError,
+         "X has 4 features, but StandardScaler is expecting 5"),
+        (Pipeline([("f", "passthrough"), ("c", DPMeanClassifier())]),
+         {"f": [FunctionTransformer(validate=True), "passthrough"]}, sparse.csr_matrix(X),
+         TypeError, "dense data is required"),
+    ]
+    for est, grid, Xin, exc, match in cases:
+        for strategy in ("exhaustive", "random_stopping"):
+            search, ledger = _search_on(est, grid, strategy=strategy, delta=0.0)
+            with pytest.raises(exc, match=match):
+                search.fit(Xin, y)
+            assert ledger.spends == []
+    # a frozen public encoder of a categorical column: not run on zeros, fits
+    cats = np.array([["a"], ["b"], ["c"]])
+    Xc = np.concatenate([X[:, :2].astype(object), rng.choice(["a", "b", "c"], (400, 1))], axis=1)
+    pipe = Pipeline([("ct", ColumnTransformer([
+        ("oh", FrozenEstimator(OneHotEncoder(sparse_output=False).fit(cats)), [2]),
+        ("num", "passthrough", [0, 1])])), ("c", DPMeanClassifier(data_norm=2.0))])
+    search, ledger = _search_on(pipe, {"c__bias": [0.0]})
+    search.fit(Xc, y)
+    assert len(ledger.spends) == 1

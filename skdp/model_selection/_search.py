@@ -324,32 +324,58 @@ def _selected_columns(cols, width, X):
         return None
 
 
-def _private_inputs(est, width, sparse=False, X=None, prefix=""):
-    """``(parameter prefix, step, input width, sparse)`` of every private step of ``est``
-    (through Pipeline, ColumnTransformer and FeatureUnion, as priced by
-    :func:`~skdp.model_selection._cost._private_steps`). The width is ``None`` where the
-    structure does not tell it. ``X``: the search's input where ``est`` reads it as it is
-    (only its structure is read: a ColumnTransformer's column selections)."""
+def _leaf_inputs(est, width, sparse=False, X=None, prefix=""):
+    """``(parameter prefix, step, input width, sparse)`` of every step of ``est`` below
+    Pipeline, ColumnTransformer and FeatureUnion (``"passthrough"``, ``"drop"`` and ``None``
+    left out). The width is ``None`` where the structure does not tell it. ``X``: the search's
+    input where ``est`` reads it as it is (only its structure is read: a ColumnTransformer's
+    column selections)."""
     if isinstance(est, Pipeline):
         for i, (name, step) in enumerate(est.steps):
-            yield from _private_inputs(step, width, sparse, X if i == 0 else None,
-                                       f"{prefix}{name}__")
+            yield from _leaf_inputs(step, width, sparse, X if i == 0 else None,
+                                    f"{prefix}{name}__")
             width, sparse = _output_structure(step, width, sparse)
     elif isinstance(est, FeatureUnion):
         for name, part in est.transformer_list:
-            yield from _private_inputs(part, width, sparse, X, f"{prefix}{name}__")
+            yield from _leaf_inputs(part, width, sparse, X, f"{prefix}{name}__")
     elif isinstance(est, ColumnTransformer):
         used = set()
         for name, part, cols in est.transformers:
             sel = _selected_columns(cols, width, X)
             used = None if sel is None or used is None else used | {
                 c % width if width else c for c in sel}
-            yield from _private_inputs(part, None if sel is None else len(sel), sparse, None,
-                                       f"{prefix}{name}__")
+            yield from _leaf_inputs(part, None if sel is None else len(sel), sparse, None,
+                                    f"{prefix}{name}__")
         rest = None if used is None or width is None else width - len(used)
-        yield from _private_inputs(est.remainder, rest, sparse, None, f"{prefix}remainder__")
-    elif isinstance(est, PrivateEstimatorMixin):
+        yield from _leaf_inputs(est.remainder, rest, sparse, None, f"{prefix}remainder__")
+    elif est is not None and not isinstance(est, str):
         yield prefix, est, width, sparse
+
+
+def _private_inputs(est, width, sparse=False, X=None, prefix=""):
+    """:func:`_leaf_inputs` of the private steps (as priced by
+    :func:`~skdp.model_selection._cost._private_steps`)."""
+    for item in _leaf_inputs(est, width, sparse, X, prefix):
+        if isinstance(item[1], PrivateEstimatorMixin):
+            yield item
+
+
+def _check_stateless_step(step, Xs):
+    """Raise what an allowed non-private step (it fits nothing from the data) refuses on an
+    input of this structure: its ``fit`` (a FunctionTransformer's or Normalizer's validation,
+    its function left out), or a frozen step's width (a public model given another number of
+    columns; its ``transform`` is not run on the zeros, which a frozen encoder would refuse as
+    unknown categories). ``Xs``: zeros of the structure (:func:`_stand_in`); the messages quote
+    nothing of the data."""
+    if isinstance(step, FrozenEstimator):
+        expected = getattr(step.estimator, "n_features_in_", None)
+        if expected is not None and Xs.shape[1] != expected:
+            raise ValueError(f"X has {Xs.shape[1]} features, but {type(step.estimator).__name__} "
+                             f"is expecting {expected} features as input.")
+        return
+    if isinstance(step, (FunctionTransformer, Normalizer)):
+        clone(step).set_params(**({"func": None, "inverse_func": None}
+                                  if isinstance(step, FunctionTransformer) else {})).fit(Xs)
 
 
 def _param_owner(est, params, name):
@@ -487,8 +513,15 @@ def _dry_run(est, X, y, fit_params, m, n, n_features):
         dt = dt if isinstance(dt, np.dtype) else np.dtype(object)
         tail = tuple(getattr(y, "shape", (n,))[1:])
         y_in = np.broadcast_to(np.zeros((), dtype=dt), (m,) + tail)
-    for prefix, step, width, sparse in _private_inputs(est, n_features, is_sparse):
-        if width is None or "accountant" not in step.get_params(deep=False):
+    for prefix, step, width, sparse in _leaf_inputs(est, n_features, is_sparse):
+        if width is None:
+            continue
+        if not isinstance(step, PrivateEstimatorMixin):
+            with _WARNINGS_LOCK, _w.catch_warnings():
+                _w.simplefilter("ignore")
+                _check_stateless_step(step, _stand_in(m, width, sparse, dtype))
+            continue
+        if "accountant" not in step.get_params(deep=False):
             continue
         params = fit_params if not prefix else {
             k[len(prefix):]: v for k, v in fit_params.items()
@@ -574,7 +607,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         that what it decides from public inputs (an
         epsilon too small for the samplers, a sketch without a
         floating-point-safe release) is refused before the search's charge,
-        as for a fit on its own. After the charge, the runs' errors are
+        as for a fit on its own; the allowed non-private steps are checked on
+        the same zeros (their validation, a frozen model's width). After the charge, the runs' errors are
         reported without their messages, keeping only the phrases that name
         the structure of the input ("Input y contains NaN"): a step's error
         may quote the data it was given.
