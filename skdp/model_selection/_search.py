@@ -226,8 +226,7 @@ def _fit_run(est, seed_seq, X, y, fit_params):
         # FunctionTransformer's lookup): every exception is re-raised without values
         call_without_values(est.fit, X, y, name=("X", "y"), catch=Exception, **fit_params)
     finally:
-        est.set_params(**{name: None for name in names})
-        _forget_seeds(est)
+        _forget_seeds(est)  # the seeds set above, and the fitted copies that kept them
     return est
 
 
@@ -352,14 +351,6 @@ def _leaf_inputs(est, width, sparse=False, X=None, prefix=""):
         yield prefix, est, width, sparse
 
 
-def _private_inputs(est, width, sparse=False, X=None, prefix=""):
-    """:func:`_leaf_inputs` of the private steps (as priced by
-    :func:`~skdp.model_selection._cost._private_steps`)."""
-    for item in _leaf_inputs(est, width, sparse, X, prefix):
-        if isinstance(item[1], PrivateEstimatorMixin):
-            yield item
-
-
 def _check_stateless_step(step, Xs):
     """Raise what an allowed non-private step (it fits nothing from the data) refuses on an
     input of this structure: its ``fit`` (a FunctionTransformer's or Normalizer's validation,
@@ -396,30 +387,29 @@ def _check_fit_params(est, fit_params):
 
     if get_config().get("enable_metadata_routing", False):
         return  # routed by scikit-learn's own rules (checked by the estimators)
+    steps = dict(est.steps) if isinstance(est, Pipeline) else None
     for key in fit_params:
-        target = est
-        if isinstance(est, Pipeline):
-            target = dict(est.steps).get(key.partition("__")[0])
+        target, param = est, key
+        if steps is not None:
+            step_name, _, param = key.partition("__")
+            target = steps.get(step_name)
         if isinstance(target, (ColumnTransformer, FeatureUnion)):
             raise ValueError(
                 f"PrivateGridSearchCV: the fit parameter {key!r} would go to a "
                 f"{type(target).__name__}, which takes none unless scikit-learn's metadata "
                 "routing is enabled (sklearn.set_config(enable_metadata_routing=True)).")
-        if isinstance(est, Pipeline):
-            step_name, _, param = key.partition("__")
-            steps = dict(est.steps)
-            if not param or step_name not in steps:
-                raise ValueError(
-                    f"PrivateGridSearchCV: the fit parameter {key!r} does not name a step of the "
-                    "Pipeline: pass it as '<step>__<parameter>' (for example "
-                    f"'{est.steps[-1][0]}__sample_weight').")
-            step = steps[step_name]
-            if step is not None and not isinstance(step, str) and not accepts(step, param):
-                raise TypeError(f"PrivateGridSearchCV: the step {step_name!r} "
-                                f"({type(step).__name__}) takes no fit parameter {param!r}.")
-        elif not accepts(est, key):
-            raise TypeError(f"PrivateGridSearchCV: {type(est).__name__}.fit() takes no fit "
-                            f"parameter {key!r}.")
+        if steps is None:
+            if not accepts(est, key):
+                raise TypeError(f"PrivateGridSearchCV: {type(est).__name__}.fit() takes no fit "
+                                f"parameter {key!r}.")
+        elif not param or step_name not in steps:
+            raise ValueError(
+                f"PrivateGridSearchCV: the fit parameter {key!r} does not name a step of the "
+                "Pipeline: pass it as '<step>__<parameter>' (for example "
+                f"'{est.steps[-1][0]}__sample_weight').")
+        elif target is not None and not isinstance(target, str) and not accepts(target, param):
+            raise TypeError(f"PrivateGridSearchCV: the step {step_name!r} "
+                            f"({type(target).__name__}) takes no fit parameter {param!r}.")
 
 
 class _StoppedAtCharge(Exception):
@@ -487,59 +477,54 @@ def _stand_in(m, width, sparse, dtype=np.float64):
     return np.broadcast_to(np.zeros((), dtype=dtype), (m, width))
 
 
-def _dry_run(est, X, y, fit_params, m, n, n_features):
-    """Run, for every private step of ``est`` whose input width is public, the part of its fit
-    before its charge, on a stand-in of its input's structure: the errors its public inputs
-    decide there (an epsilon too small for its samplers, a sketch without a floating-point-safe
-    release, a delta it cannot use, sparse input it refuses) are raised before the search's
-    charge, as when it is fitted alone.
-
-    No value of the data is given to it: the step gets zeros of its input's structure (``m``
-    rows, its width, sparse where the search's input is and the steps before it keep it, the
-    input's float dtype; :func:`_stand_in`), ``y`` and the
-    row-indexed fit parameters zeros of their shapes (weights: 1/2). The fit stops at its charge
-    (:class:`_StopAtCharge`); a step whose fit makes no charge runs on the zeros and is thrown
-    away. Its warnings are left to the real fits.
-    """
-    import warnings as _w
-
-    is_sparse = sp.issparse(X)
+def _dry_inputs(X, y, m, n):
+    """What a dry run is given in place of the data: the float dtype of its stand-ins, and zeros
+    of ``y``'s structure for ``m`` rows (``None`` without ``y``), in no memory."""
     dtype = getattr(X, "dtype", None)
-    dtype = dtype if dtype in (np.float32, np.float64) and not is_dask_collection(X) \
-        else np.float64
-    y_in = None
-    if y is not None:
-        dt = getattr(y, "dtype", None)
-        dt = dt if isinstance(dt, np.dtype) else np.dtype(object)
-        tail = tuple(getattr(y, "shape", (n,))[1:])
-        y_in = np.broadcast_to(np.zeros((), dtype=dt), (m,) + tail)
-    for prefix, step, width, sparse in _leaf_inputs(est, n_features, is_sparse):
-        if width is None:
-            continue
-        if not isinstance(step, PrivateEstimatorMixin):
-            with _WARNINGS_LOCK, _w.catch_warnings():
-                _w.simplefilter("ignore")
-                _check_stateless_step(step, _stand_in(m, width, sparse, dtype))
-            continue
-        if "accountant" not in step.get_params(deep=False):
-            continue
-        params = fit_params if not prefix else {
-            k[len(prefix):]: v for k, v in fit_params.items()
-            if k.startswith(prefix) and "__" not in k[len(prefix):]}
-        params = {k: (np.broadcast_to(0.5, (m,)) if _num_samples_or_none(v) == n else v)
-                  for k, v in params.items()}
-        Xs = _stand_in(m, width, sparse, dtype)
-        dry = clone(step).set_params(accountant=_StopAtCharge())
-        with _WARNINGS_LOCK, _w.catch_warnings():
-            _w.simplefilter("ignore")
-            try:
-                dry.fit(Xs, **params) if y_in is None else dry.fit(Xs, y_in, **params)
-            except _StoppedAtCharge:
-                pass
+    if dtype not in (np.float32, np.float64) or is_dask_collection(X):
+        dtype = np.float64
+    if y is None:
+        return dtype, None
+    dt = getattr(y, "dtype", None)
+    dt = dt if isinstance(dt, np.dtype) else np.dtype(object)
+    tail = tuple(getattr(y, "shape", (n,))[1:])
+    return dtype, np.broadcast_to(np.zeros((), dtype=dt), (m,) + tail)
 
 
-def _check_candidate(est, n_samples, n_features, fit_params=None, X=None):
-    """Raise, before the charge, every error the candidate's public settings decide."""
+def _dry_run(step, prefix, Xs, y_in, fit_params, m, n):
+    """Run the part of the private ``step``'s fit before its charge on the stand-in ``Xs``: the
+    errors its public inputs decide there (an epsilon too small for its samplers, a sketch
+    without a floating-point-safe release, a delta it cannot use, sparse input it refuses) are
+    raised before the search's charge, as when it is fitted alone.
+
+    No value of the data is given to it: ``Xs`` and ``y_in`` are zeros of the input's structure
+    (:func:`_stand_in`, :func:`_dry_inputs`), the row-indexed fit parameters zeros of their
+    shapes (weights: 1/2). The fit stops at its charge (:class:`_StopAtCharge`); a step whose
+    fit makes no charge runs on the zeros and is thrown away. A step without an ``accountant``
+    parameter is left to its run.
+    """
+    if "accountant" not in step.get_params(deep=False):
+        return
+    params = fit_params if not prefix else {
+        k[len(prefix):]: v for k, v in fit_params.items()
+        if k.startswith(prefix) and "__" not in k[len(prefix):]}
+    params = {k: (np.broadcast_to(0.5, (m,)) if _num_samples_or_none(v) == n else v)
+              for k, v in params.items()}
+    dry = clone(step).set_params(accountant=_StopAtCharge())
+    try:
+        dry.fit(Xs, **params) if y_in is None else dry.fit(Xs, y_in, **params)
+    except _StoppedAtCharge:
+        pass
+
+
+def _check_candidate(est, m, n, n_features, X, y, fit_params):
+    """Raise, before the charge, every error the candidate's public settings decide, for fits on
+    ``m`` of the ``n`` rows: its parameters, its bounds, its fit parameters, and for every step
+    of public input width (:func:`_leaf_inputs`) what the step refuses of that structure: a
+    private step's ``_check_public`` and the part of its fit before its charge
+    (:func:`_dry_run`), an allowed non-private step's validation
+    (:func:`_check_stateless_step`), on zeros of the structure, never the data. Warnings of
+    these checks are left to the real fits."""
     for sub in _sub_estimators(est):
         if hasattr(sub, "_validate_params") and hasattr(type(sub), "_parameter_constraints"):
             sub._validate_params()
@@ -553,9 +538,21 @@ def _check_candidate(est, n_samples, n_features, fit_params=None, X=None):
                     "it would be inferred from the private data inside the search and the "
                     "search would not be differentially private. Pass it as a public input."
                 )
-    for _, step, width, _ in _private_inputs(est, n_features, False, X):
-        step._check_public(n_samples, width)
-    _check_fit_params(est, fit_params or {})
+    _check_fit_params(est, fit_params)
+    dtype, y_in = _dry_inputs(X, y, m, n)
+    with _WARNINGS_LOCK, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for prefix, step, width, sparse in _leaf_inputs(est, n_features, sp.issparse(X), X):
+            private = isinstance(step, PrivateEstimatorMixin)
+            if private:
+                step._check_public(m, width)
+            if width is None:
+                continue
+            Xs = _stand_in(m, width, sparse, dtype)
+            if private:
+                _dry_run(step, prefix, Xs, y_in, fit_params, m, n)
+            else:
+                _check_stateless_step(step, Xs)
 
 
 def _estimator_has(attr):
@@ -1003,14 +1000,11 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         if n_val < 1 or n - n_val < 2:
             raise ValueError(f"{n} rows are too few for validation_fraction={self.validation_fraction}.")
         for cand in candidates:
-            est = self._run_estimator(cand, run)
-            _check_candidate(est, n - n_val, d, fit_params, X)
-            _dry_run(est, X, y, fit_params, n - n_val, n, d)
+            _check_candidate(self._run_estimator(cand, run), n - n_val, n, d, X, y, fit_params)
         if self.refit:
             for cand in candidates:
-                est = self._run_estimator(cand, refit_budget)
-                _check_candidate(est, n, d, fit_params, X)
-                _dry_run(est, X, y, fit_params, n, n, d)
+                _check_candidate(self._run_estimator(cand, refit_budget), n, n, d, X, y,
+                                 fit_params)
         law = self._stopping_law(len(candidates))
         total = PrivacyBudget(float(self.epsilon), float(self.delta))
         # Laplace mechanism on the mean score (public inputs: calibrated before the charge):
