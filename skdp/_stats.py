@@ -586,6 +586,13 @@ def max_row_norm(X, chunk_rows=None):
     return best
 
 
+def _scalar_weight(sample_weight):
+    """A 0-d array weight as the scalar it is (one value for every record); others unchanged."""
+    if isinstance(sample_weight, np.ndarray) and sample_weight.ndim == 0:
+        return sample_weight[()]
+    return sample_weight
+
+
 def check_weight_structure(sample_weight, n, estimator=None):
     """Before the charge: the public structure of ``sample_weight`` (one entry per row).
 
@@ -600,8 +607,7 @@ def check_weight_structure(sample_weight, n, estimator=None):
 
     check_known_chunks(sample_weight, "sample_weight")
     who = f"{type(estimator).__name__}: " if estimator is not None else ""
-    if isinstance(sample_weight, np.ndarray) and sample_weight.ndim == 0:
-        sample_weight = sample_weight[()]  # a 0-d array: a scalar
+    sample_weight = _scalar_weight(sample_weight)
     if sample_weight is not None and np.isscalar(sample_weight):
         # one weight for every record is a setting, not per-record data: checked now
         if not (isinstance(sample_weight, (numbers.Real, np.bool_)) and 0 <= sample_weight <= 1):
@@ -639,8 +645,7 @@ def check_unit_sample_weight(sample_weight, X, estimator=None):
     """
     if sample_weight is None:
         return None
-    if isinstance(sample_weight, np.ndarray) and sample_weight.ndim == 0:
-        sample_weight = float(sample_weight)  # a 0-d array: a scalar (checked before the charge)
+    sample_weight = _scalar_weight(sample_weight)  # (a scalar: checked before the charge)
     who = f"{type(estimator).__name__}: " if estimator is not None else ""
     if is_dask_collection(sample_weight):  # checked on the workers: one boolean travels
         from ._dask import check_dask_weights

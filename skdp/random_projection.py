@@ -289,6 +289,7 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
                     delta, self.data_norm, self.allow_float_sketch)
             return None
 
+        n_public = n  # (the charged shape; n is the validated one below)
         budget, rng = self._start_fit(n, d_public, PrivacyBudget(epsilon, delta), curve=curve)
         sample_weight = check_unit_sample_weight(sample_weight, X, self)  # values: after the charge
         self.delta_ = budget.delta
@@ -300,7 +301,7 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
         self.data_norm_ = data_norm
         rows = AugmentedRows(X, data_norm, sample_weight=sample_weight)  # clipped chunk by chunk
         if "plan" in pre:
-            self._check_charged_shape((n, d_public), (n, d))
+            self._check_charged_shape((n_public, d_public), (n, d))
         else:  # the bound was inferred: decided now, after the charge
             pre["plan"] = check_sketch_plan(type(self).__name__, n, d, r, epsilon, delta,
                                             data_norm, self.allow_float_sketch)

@@ -753,6 +753,20 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             return "ssp"  # the structure or the budget does not tell; fit reports the error if any
         return _auto_method(n_samples, n_features, float(eps), float(delta), self.fit_intercept)
 
+    def _sketch_row_bounds(self, data_norm, label_bound):
+        """``(Lx^2, R^2)``: the squared norm bounds of a row's features with the intercept
+        column (``c = data_norm``) and of the whole row ``[x, (c), y]``."""
+        Lx2 = data_norm**2 * (2.0 if self.fit_intercept else 1.0)
+        return Lx2, Lx2 + label_bound**2
+
+    def _sketch_plan(self, n, k, data_norm, label_bound, epsilon, delta):
+        """The sketch's release for ``n`` rows of ``k`` columns ``[X, (c), y]``
+        (:func:`skdp.random_projection.check_sketch_plan`); one computation before the charge
+        (bounds given) and after it (a bound inferred), so that both give the same plan."""
+        R2 = self._sketch_row_bounds(data_norm, label_bound)[1]
+        return check_sketch_plan(type(self).__name__, n, k, self._sketch_rows(k - 1), epsilon,
+                                 delta, np.sqrt(R2), self.allow_float_sketch)
+
     def _unused_bounds(self):
         """Public bounds this fit never reads: ``"mean"`` reads no feature, so no
         ``data_norm`` (a search need not demand it)."""
@@ -889,12 +903,9 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             if (method == "sketch" and not self.relative_dp and self.data_norm is not None
                     and self.label_bound is not None and d_public):
                 # the sketch's release (grid, or refused / floating point), decided now
-                k = d_public + int(self.fit_intercept) + 1  # columns of [X, (c), y]
-                dn, lb = float(self.data_norm), float(self.label_bound)
-                pre["sketch_plan"] = check_sketch_plan(
-                    type(self).__name__, n, k, self._sketch_rows(k - 1), epsilon, delta,
-                    np.sqrt(dn**2 * (2.0 if self.fit_intercept else 1.0) + lb**2),
-                    self.allow_float_sketch)
+                pre["sketch_plan"] = self._sketch_plan(
+                    n, d_public + int(self.fit_intercept) + 1, float(self.data_norm),
+                    float(self.label_bound), epsilon, delta)
                 return None
             if method == "mean" and self.label_bound is not None:  # (it needs no data_norm)
                 pre["specs"] = [self._mean_spec(n, float(self.label_bound), epsilon,
@@ -943,8 +954,7 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         Z = AugmentedRows(X, data_norm, y=y, label_bound=lb,
                           intercept=c if self.fit_intercept else None, sample_weight=sample_weight)
         p = Z.k - 1
-        Lx2 = data_norm**2 * (2.0 if self.fit_intercept else 1.0)
-        R2 = Lx2 + lb**2
+        Lx2, R2 = self._sketch_row_bounds(data_norm, lb)
 
         r = self._sketch_rows(p) if method in ("sketch", "ls", "als") else self.sketch_size
         self.sketch_size_ = r
@@ -973,9 +983,7 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                 if "sketch_plan" in pre:
                     self._check_charged_shape((n_public, d_public), (n, p0))
                 else:  # a bound was inferred: decided now, after the charge
-                    pre["sketch_plan"] = check_sketch_plan(
-                        type(self).__name__, n, Z.k, int(r), epsilon, delta, np.sqrt(R2),
-                        self.allow_float_sketch)
+                    pre["sketch_plan"] = self._sketch_plan(n, Z.k, data_norm, lb, epsilon, delta)
                 S, info = private_sketch(Z, int(r), epsilon, delta, np.sqrt(R2), rng,
                                          chunk_size=self.chunk_size, plan=pre["sketch_plan"])
                 sigma = info["sigma"]
