@@ -73,6 +73,33 @@ def _estimators_in(value, depth=0):
             yield from _estimators_in(item, depth + 1)
 
 
+def walk_estimators(root, fitted=True, skip=None):
+    """Every estimator reachable from ``root``, once each, as ``(estimator, frozen)``.
+
+    Reached through each one's parameters (``get_params(deep=False)``: pipeline
+    steps, column transformers' members, a meta-estimator's ``estimator``) and,
+    with ``fitted=True``, its attributes too (the fitted clones a
+    ColumnTransformer keeps in ``transformers_``, a search's
+    ``best_estimator_``), through lists, tuples and dicts. ``frozen`` says
+    that a :class:`~sklearn.frozen.FrozenEstimator` holds it (fitted elsewhere).
+    An estimator for which ``skip(estimator)`` is true is neither yielded nor
+    entered. The caller may change an estimator before the walk resumes: what
+    it holds is read afterwards.
+    """
+    todo, seen = [(root, False)], set()
+    while todo:
+        obj, frozen = todo.pop()
+        if id(obj) in seen or (skip is not None and skip(obj)):
+            continue
+        seen.add(id(obj))
+        yield obj, frozen
+        values = list(obj.get_params(deep=False).values())
+        if fitted:
+            values += list(vars(obj).values())
+        inner_frozen = frozen or isinstance(obj, FrozenEstimator)
+        todo.extend((e, inner_frozen) for value in values for e in _estimators_in(value))
+
+
 def for_release(estimator):
     """A copy of a fitted estimator that carries no seed and no ledger, fit to publish.
 
@@ -132,12 +159,8 @@ def for_release(estimator):
 
     seedlike = (np.random.Generator, np.random.RandomState, np.random.SeedSequence,
                 np.random.BitGenerator, _LedgerMixin)
-    objects, seen, not_private, frozen = [out], set(), [], set()
-    while objects:
-        obj = objects.pop()
-        if id(obj) in seen:
-            continue
-        seen.add(id(obj))
+    not_private = []
+    for obj, frozen in walk_estimators(out):
         if isinstance(obj, BaseSearchCV):
             where = "the estimator is" if obj is out else "it holds"
             raise TypeError(
@@ -148,7 +171,7 @@ def for_release(estimator):
                 "skdp.model_selection.PrivateGridSearchCV, whose scores are noised and covered "
                 "by its guarantee."
             )
-        if id(obj) not in frozen and _keeps_unprotected_fit(obj):
+        if not frozen and _keeps_unprotected_fit(obj):  # (frozen: fitted on public data)
             not_private.append(type(obj).__name__)
         params = obj.get_params(deep=False)
         for key in ("random_state", "accountant"):
@@ -159,11 +182,6 @@ def for_release(estimator):
             # seeds scikit-learn's bagging ensembles keep for their members (_seeds)
             if isinstance(value, seedlike) or key in _SEED_ATTRIBUTES:
                 setattr(obj, key, None)
-        inner = [e for value in list(params.values()) + list(vars(obj).values())
-                 for e in _estimators_in(value)]
-        if id(obj) in frozen or isinstance(obj, FrozenEstimator):
-            frozen.update(id(e) for e in inner)  # fitted elsewhere (on public data), not here
-        objects.extend(inner)
     if not_private:
         import warnings
 

@@ -18,7 +18,7 @@ from sklearn.pipeline import FeatureUnion, Pipeline
 from sklearn.utils.validation import _num_samples
 
 from .._budget import PrivacyBudget, compose_basic
-from ..base import PrivateEstimatorMixin, _estimators_in
+from ..base import PrivateEstimatorMixin, walk_estimators
 
 __all__ = ["search_cost", "fit_cost", "selection_run_budget", "truncated_negative_binomial_mean",
            "truncated_negative_binomial_gamma"]
@@ -127,17 +127,8 @@ def _leaf_steps(estimator, prefix=""):
 
 def _holds_private_estimator(estimator):
     """Whether a private estimator sits anywhere in ``estimator``'s parameters."""
-    todo, seen = [estimator], set()
-    while todo:
-        obj = todo.pop()
-        if id(obj) in seen:
-            continue
-        seen.add(id(obj))
-        if isinstance(obj, PrivateEstimatorMixin):
-            return True
-        for value in obj.get_params(deep=False).values():
-            todo.extend(_estimators_in(value))
-    return False
+    return any(isinstance(obj, PrivateEstimatorMixin)
+               for obj, _ in walk_estimators(estimator, fitted=False))
 
 
 def _private_steps(estimator):

@@ -37,7 +37,7 @@ from .._budget import PrivacyBudget
 from .._stats import check_weight_structure, rounding_gamma
 from .._validation import call_without_values, check_public_structure, seed_entropy
 from .._dask import is_dask_collection
-from ..base import (BOUND_PARAMETERS, PrivateEstimatorMixin, _estimators_in, _fits_nothing,
+from ..base import (BOUND_PARAMETERS, PrivateEstimatorMixin, _fits_nothing, walk_estimators,
                     private_fit)
 from ..mechanisms import Query, calibrate
 from ._cost import (_leaf_steps, _private_steps, selection_run_budget, truncated_negative_binomial_gamma,
@@ -234,19 +234,11 @@ def _forget_seeds(est):
     """Set ``random_state`` to ``None`` on every estimator reachable from ``est``, its fitted
     attributes included: a ColumnTransformer fits clones of its members (``transformers_``),
     which keep the run's generator after the originals are reset, and a generator's state
-    after the fit can be rewound to its noise."""
-    todo, seen = [est], set()
-    while todo:
-        obj = todo.pop()
-        if id(obj) in seen or isinstance(obj, FrozenEstimator):
-            continue  # (a frozen step was fitted on public data, and clone shares it with the
-            # caller: its parameters are not the search's to change)
-        seen.add(id(obj))
-        params = obj.get_params(deep=False)
-        if params.get("random_state") is not None:
+    after the fit can be rewound to its noise. A frozen step is left alone: it was fitted on
+    public data, and clone shares it with the caller (its parameters are not the search's)."""
+    for obj, _ in walk_estimators(est, skip=lambda o: isinstance(o, FrozenEstimator)):
+        if obj.get_params(deep=False).get("random_state") is not None:
             setattr(obj, "random_state", None)  # as set_params would, without revalidation
-        todo.extend(e for v in list(params.values()) + list(vars(obj).values())
-                    for e in _estimators_in(v))
 
 
 def _search_seed_sequence(random_state, spend):
