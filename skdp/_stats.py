@@ -305,7 +305,9 @@ class AugmentedRows:
         """Clip factor times ``sqrt(w)`` of the rows ``start:stop`` (None: all ones)."""
         f = None
         if self.data_norm is not None:
-            f = np.minimum(1.0, self.data_norm / np.maximum(norms, NORMAL_MIN))
+            with np.errstate(over="ignore"):  # a zero row: B / NORMAL_MIN = inf, then 1 (a
+                # warning would tell that the data has such a row)
+                f = np.minimum(1.0, self.data_norm / np.maximum(norms, NORMAL_MIN))
             f[f < NORMAL_MIN] = 0.0  # no subnormal factor: such a row enters as 0 (NORMAL_MIN)
         if self.sqrt_w is not None:
             sw = self.sqrt_w[start:stop]

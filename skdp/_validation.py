@@ -34,6 +34,11 @@ def _is_real_scalar(x):
     return isinstance(x, numbers.Real) and not isinstance(x, bool)
 
 
+#: largest norm bound (``data_norm``, ``label_bound``, ``clip_norm``; given or inferred) that
+#: is accepted: its fourth power and the products of the calibrations stay finite in float64
+MAX_PUBLIC_BOUND = 2.0**200
+
+
 def check_positive_finite(value, name, allow_zero=False):
     """Return ``float(value)`` after checking it is a finite (strictly) positive real."""
     if not _is_real_scalar(value) and not (
@@ -192,10 +197,11 @@ def check_data_norm(X, data_norm, *, name="data_norm", estimator=None):
 
     bound = max_row_norm(X)  # chunk by chunk (dense, float32, memmap) or on the sparse structure
     _leak_warning(estimator, name, f"{name}_")
-    if not np.isfinite(bound) or bound > np.sqrt(np.finfo(np.float64).max):
+    if not np.isfinite(bound) or bound > MAX_PUBLIC_BOUND:
         raise ValueError(
             f"{name} was not given and the row norms of X are too large to infer it in "
-            f"float64 (their squares overflow). Pass {name} as a public bound."
+            f"float64 (the calibrations raise it to powers, which overflow). Pass {name} as a "
+            "public bound."
         )
     if bound == 0.0:
         bound = 1.0
@@ -209,7 +215,8 @@ def clip_rows(X, bound):
     """
     X = np.asarray(X, dtype=float)
     norms = row_norms(X)
-    scale = np.minimum(1.0, bound / np.maximum(norms, np.finfo(float).tiny))
+    with np.errstate(over="ignore"):  # a zero row: inf, then 1 (no warning that tells of it)
+        scale = np.minimum(1.0, bound / np.maximum(norms, np.finfo(float).tiny))
     return X * scale[:, None]
 
 

@@ -48,7 +48,8 @@ from sklearn.utils._param_validation import HasMethods, Interval
 
 from ._budget import PrivacyBudget
 from ._ledger import _LedgerMixin
-from ._validation import check_epsilon_delta, check_public_structure, fit_generator
+from ._validation import (MAX_PUBLIC_BOUND, check_epsilon_delta, check_public_structure,
+                          fit_generator)
 
 __all__ = ["PrivateEstimatorMixin", "private_fit", "discard_fitted_state", "for_release"]
 
@@ -292,6 +293,14 @@ class PrivateEstimatorMixin:
                 f"{type(self).__name__} needs at least {self._min_samples} samples; got "
                 f"n_samples={n_samples}."
             )
+        for name in ("data_norm", "label_bound", "clip_norm"):
+            value = getattr(self, name, None)
+            if isinstance(value, Real) and not isinstance(value, bool) and value > MAX_PUBLIC_BOUND:
+                raise ValueError(
+                    f"{name}={value!r} is above {MAX_PUBLIC_BOUND:.3g}: the calibrations raise "
+                    "it to powers in float64, which overflow. Rescale the data by a public "
+                    f"factor so that {name} is moderate (the release scales back exactly)."
+                )
 
     _min_samples = 1
 

@@ -930,3 +930,53 @@ def test_declared_integer_valued_float_classes_fit_whatever_labels_occur():
     for yy in (y, y2):
         est = PrivateLogisticRegression(data_norm=1.0, classes=[0.0, 1.0], random_state=0).fit(X, yy)
         assert est.coef_.shape == (1, X.shape[1])
+
+
+def _zero_row_makers():
+    from skdp.preprocessing import PrivateRowNormScaler
+
+    common = dict(random_state=0)
+    return [
+        lambda B: PrivateLogisticRegression(data_norm=B, classes=[0, 1], **common),
+        lambda B: PrivateHuberSVM(data_norm=B, classes=[0, 1], perturbation="output", **common),
+        lambda B: PrivateLogisticRegression(data_norm=B, classes=[0, 1], perturbation="gradient",
+                                            max_iter=20, **common),
+        lambda B: PrivatePCA(n_components=2, data_norm=B, **common),
+        lambda B: PrivateOLS(data_norm=B, label_bound=1.0, **common),
+        lambda B: PrivateOLS(data_norm=B, label_bound=1.0, method="sketch", **common),
+        lambda B: PrivateRandomProjection(n_components=2, data_norm=B, **common),
+        lambda B: PrivateRowNormScaler(norm_range=(0.01, B), **common),
+    ]
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("i", range(8))
+def test_a_zero_row_raises_no_numeric_warning(i, sparse):
+    # a zero row under a bound above 4 made B / tiny overflow: a RuntimeWarning that
+    # appeared only when the data had such a row (review 15), on every route's clipping
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.3, 0.3, (400, 5))
+    y = (X[:, 0] > 0).astype(int)
+    X[7] = 0.0
+    if sparse:
+        X = sp.csr_matrix(X)
+    for B in (7.0, 1e50):
+        est = _zero_row_makers()[i](B)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            est.fit(X, y)
+
+
+@pytest.mark.parametrize("i", range(7))  # (the row-norm scaler's range is not raised to powers)
+def test_a_bound_beyond_float64_powers_is_refused_before_the_charge(i):
+    # data_norm = 1e160 overflowed R**2 in the calibrations: an OverflowError with errno text
+    ledger = BudgetLedger(10.0, 1e-3)
+    est = _zero_row_makers()[i](1e160)
+    est.set_params(accountant=ledger)
+    X = np.random.default_rng(0).uniform(-0.3, 0.3, (100, 3))
+    with pytest.raises(ValueError, match="above 1.61e"):
+        est.fit(X, (X[:, 0] > 0).astype(int))
+    assert ledger.spent.epsilon == 0.0 and ledger.spent.delta == 0.0

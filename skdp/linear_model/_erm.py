@@ -1485,7 +1485,8 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
         data_norm = check_data_norm(norms[:, None], self.data_norm, estimator=self)
         # clip = min(1, B / max(norm, tiny)), in place of the norms (no length-n temporary)
         clip = np.maximum(norms, np.finfo(np.float64).tiny, out=norms)
-        np.divide(data_norm, clip, out=clip)
+        with np.errstate(over="ignore"):  # B / tiny: inf for a zero row, then 1 (a warning
+            np.divide(data_norm, clip, out=clip)  # would tell that the data has one)
         np.minimum(clip, 1.0, out=clip)
         clip[clip < CLIP_FLOOR] = 0.0  # rows beyond 2^400 data_norm enter as 0 (skdp...._rows)
         del norms
