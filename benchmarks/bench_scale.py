@@ -61,8 +61,9 @@ CSR ... mem / nnz bytes        33      39         45          39          26
 364 s and 46x before. memmap: extra memory 0.001-0.002 of the file. CSR, ``--one-fit``: the
 sparse ``X.T @ X`` takes 9 s; the time is the ``O(d^3)`` algebra on the
 dense 10 000 x 10 000 result and the memory a few such matrices, 800 MB =
-6.3x the nnz bytes each; the OLS sketch and RP fall back to a floating-point
-sketch above ``d = 256``, with a warning. RP on this CSR input: a sketch of
+6.3x the nnz bytes each; above ``d = 256`` the OLS sketch and RP have no
+floating-point-safe release and refuse unless ``allow_float_sketch=True``,
+which the benchmark sets: a floating-point sketch, with a warning. RP on this CSR input: a sketch of
 ``r = max(300, d) = 10 000`` rows, then its right singular vectors; it hit
 the 1400 s timeout in LAPACK's SVD of the 10 000 x 10 000 sketch until the
 components came from the eigenvectors of the sketch's ``d x d`` Gram matrix

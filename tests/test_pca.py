@@ -537,3 +537,40 @@ def test_fitted_spec_keeps_the_bounds_not_the_profile():
     assert len(pickle.dumps(pca)) < 8 * (d + 1) ** 2 / 10  # a tenth of one profile
     again = calibrate(q, pca.noise_spec_.epsilon, pca.noise_spec_.delta, "analytic_gaussian")
     assert again.params["sigma"] == pca.noise_spec_.params["sigma"]
+
+
+@pytest.mark.parametrize("d, k", [(1000, 1), (1200, 7), (1100, 137)])
+def test_partial_eigh_matches_divide_and_conquer(d, k):
+    # the wide-matrix path (tridiagonalise once, only k vectors) against LAPACK's evd
+    from scipy import linalg
+    from skdp.decomposition._pca import _eigh
+
+    rng = np.random.default_rng(d + k)
+    A = rng.standard_normal((d, d)) * 1e-3
+    A = (A + A.T) / 2
+    U = np.linalg.qr(rng.standard_normal((d, 12)))[0]
+    A += U @ np.diag(np.linspace(0.05, 0.01, 12)) @ U.T
+    w0, V0 = linalg.eigh(A, driver="evd")
+    w, V = _eigh(np.asfortranarray(A), k)
+    assert V.shape == (d, k)
+    np.testing.assert_allclose(w, w0[::-1], rtol=0, atol=1e-13)
+    np.testing.assert_allclose(V.T @ V, np.eye(k), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(A @ V, V * w[:k], rtol=0, atol=1e-13)
+    np.testing.assert_allclose(np.abs(np.sum(V * V0[:, ::-1][:, :k], axis=0)), 1.0, atol=1e-10)
+
+
+def test_wide_fit_same_release_with_either_eigensolver(monkeypatch):
+    import skdp.decomposition._pca as pca_module
+
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((300, 1000)) / 40.0
+    fits = []
+    for min_d in (1000, 10**9):  # the partial path, then divide and conquer
+        monkeypatch.setattr(pca_module, "_PARTIAL_EIGH_MIN_D", min_d)
+        fits.append(PrivatePCA(n_components=4, epsilon=1.0, delta=1e-5, data_norm=1.0,
+                               random_state=3).fit(X))
+    a, b = fits
+    np.testing.assert_allclose(a.components_, b.components_, atol=1e-9)
+    for attr in ("explained_variance_", "explained_variance_ratio_", "singular_values_",
+                 "noise_variance_", "mean_"):
+        np.testing.assert_allclose(getattr(a, attr), getattr(b, attr), rtol=1e-10, atol=1e-14)

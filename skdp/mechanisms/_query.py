@@ -218,4 +218,6 @@ def _upper_triangle(A):
 def _allclose_transpose(A, block=512):
     """``np.allclose(A, A.T)``, one block of rows at a time (no ``d x d`` temporaries)."""
     d = A.shape[0]
-    return all(np.allclose(A[i:i + block], A[:, i:i + block].T) for i in range(0, d, block))
+    # exact equality first (the usual case, a few times cheaper than allclose's temporaries)
+    return all(np.array_equal(A[i:i + block], A[:, i:i + block].T)
+               or np.allclose(A[i:i + block], A[:, i:i + block].T) for i in range(0, d, block))
