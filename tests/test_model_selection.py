@@ -1294,6 +1294,20 @@ def test_accuracy_scoring_without_predict_or_labels_is_refused_before_the_charge
         assert ledger.spends == []
 
 
+def test_accuracy_scoring_of_a_regressor_is_refused_before_the_charge():
+    """With a regressor every accuracy is about 0: the search selected on the score's noise
+    (review 15)."""
+    from skdp import PrivateOLS
+
+    X, y = _data(n=400)
+    ledger = BudgetLedger(10.0, 1e-3)
+    with pytest.raises(ValueError, match="is a regressor"):
+        PrivateGridSearchCV(PrivateOLS(data_norm=1.0, label_bound=1.0),
+                            {"method": ["ssp", "adassp"]}, epsilon=1.0, delta=1e-5,
+                            strategy="exhaustive", accountant=ledger).fit(X, y.astype(float))
+    assert ledger.spends == []
+
+
 class _QuotesACell(DPMeanClassifier):
     """A private estimator whose fit, after its charge, raises an error quoting a cell (as
     numpy's conversion errors do inside a fit)."""

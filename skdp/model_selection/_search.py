@@ -22,7 +22,7 @@ from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_regressor
 from sklearn.model_selection import ParameterGrid
 from sklearn.compose import ColumnTransformer
 from sklearn.frozen import FrozenEstimator
@@ -645,8 +645,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     validation_fraction : float in (0, 1), default=0.25
         Share of the rows used for validation scores.
     scoring : "accuracy" or callable, default="accuracy"
-        ``"accuracy"``: the fraction of correctly classified validation rows.
-        A callable ``scoring(estimator, X, y)`` must return one score per
+        ``"accuracy"``: the fraction of correctly classified validation rows
+        (classifiers; a regressor is refused before the charge). A callable ``scoring(estimator, X, y)`` must return one score per
         validation row; the rows' scores are clipped to ``score_bounds`` and
         averaged.
     score_bounds : (low, high), default=None
@@ -872,6 +872,13 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                     f"scoring='accuracy' compares predictions with y, and {type(est).__name__} "
                     "(at some grid point) has no predict: pass a scoring callable returning one "
                     "score per validation row, with public score_bounds.")
+            if self.scoring == "accuracy" and is_regressor(est):
+                raise ValueError(
+                    f"scoring='accuracy' counts exact matches of predictions with y, and "
+                    f"{type(est).__name__} (at some grid point) is a regressor: every score "
+                    "would be about 0 and the search would select on its noise. Pass a scoring "
+                    "callable returning one score per validation row (for example the negative "
+                    "squared error clipped to a public range) with those score_bounds.")
         eps, delta = float(self.epsilon), float(self.delta)
         if self.refit:
             eps_refit = eps * self.refit_fraction
