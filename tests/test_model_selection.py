@@ -1,19 +1,21 @@
 """Privacy budget across fits: GridSearchCV with ledgers, PrivateGridSearchCV."""
 
 import math
+import warnings
 from numbers import Real
 
 import numpy as np
 import pytest
 from joblib import parallel_backend
-from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, _fit_context
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, _fit_context, clone
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import FunctionTransformer
+from sklearn.preprocessing import FunctionTransformer, Normalizer
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data
 
-from skdp import BudgetExceededError, BudgetLedger, PrivacyBudget, SQLiteLedger
+from skdp import (BudgetExceededError, BudgetLedger, PrivacyBudget, PrivateLogisticRegression,
+                  SQLiteLedger)
 from skdp._validation import clip_rows, public_shape
 from skdp.base import PrivateEstimatorMixin
 from skdp.mechanisms import Query, calibrate
@@ -1703,3 +1705,44 @@ def test_search_checks_allowed_non_private_steps_before_the_charge():
     search, ledger = _search_on(pipe, {"c__bias": [0.0]})
     search.fit(Xc, y)
     assert len(ledger.spends) == 1
+
+
+@pytest.mark.parametrize("setting", ["memory", "verbose"])
+def test_pipeline_memory_and_verbose_are_refused_before_the_charge(setting, tmp_path):
+    """review 13: memory cached every run's fitted steps with their generator on disk (the
+    noise could be rewound), and verbose printed one line per step per run (counting K)."""
+    from sklearn.pipeline import Pipeline
+
+    X, y = _data(n=400)
+    kw = {"memory": str(tmp_path)} if setting == "memory" else {"verbose": True}
+    pipe = Pipeline([("norm", Normalizer()),
+                     ("clf", PrivateLogisticRegression(data_norm=1.0, classes=[0, 1]))], **kw)
+    ledger = BudgetLedger(10.0, 1e-3)
+    with pytest.raises(TypeError, match=f"{setting} set"):
+        PrivateGridSearchCV(pipe, {"clf__C": [0.1, 1.0]}, epsilon=1.0, accountant=ledger,
+                            random_state=0).fit(X, y)
+    assert ledger.spends == []
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("strategy", ["negative_binomial", "random_stopping"])
+def test_randomised_search_warns_once_about_unverified_mechanisms(strategy):
+    """review 13: the randomised strategies withhold the runs' warnings, and with them the
+    PrivacyGuaranteeWarning of an unverified mechanism chosen by name."""
+    from skdp import PrivacyGuaranteeWarning
+
+    X, y = _data(n=400)
+    est = PrivateLogisticRegression(data_norm=1.0, classes=[0, 1], perturbation="output",
+                                    mechanism="laplace_continuous")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        PrivateGridSearchCV(est, {"C": [0.1, 1.0, 10.0]}, epsilon=1.0, strategy=strategy,
+                            random_state=0).fit(X, y)
+    unverified = [w for w in caught if issubclass(w.category, PrivacyGuaranteeWarning)]
+    assert len(unverified) == 1 and "NOT verified" in str(unverified[0].message)
+    # a verified setting: no such warning
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        PrivateGridSearchCV(clone(est).set_params(mechanism="auto"), {"C": [0.1, 1.0, 10.0]},
+                            epsilon=1.0, strategy=strategy, random_state=0).fit(X, y)
+    assert not [w for w in caught if issubclass(w.category, PrivacyGuaranteeWarning)]

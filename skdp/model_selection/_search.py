@@ -34,6 +34,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted, indexable
 
 from .._budget import PrivacyBudget
+from ..exceptions import PrivacyGuaranteeWarning
 from .._stats import check_weight_structure, rounding_gamma
 from .._validation import call_without_values, check_public_structure, seed_entropy
 from .._dask import is_dask_collection
@@ -178,6 +179,20 @@ def _check_steps(est):
             "ColumnTransformer or FeatureUnion): it is not a private estimator, and "
             "PrivateGridSearchCV cannot bound its privacy cost."
         )
+    for obj, _ in walk_estimators(est, fitted=False):
+        params = obj.get_params(deep=False)
+        if params.get("memory") is not None:
+            raise TypeError(
+                f"PrivateGridSearchCV: a {type(obj).__name__} with memory set caches every run's "
+                "fitted steps on disk, with the generator that drew their noise (rewinding it "
+                "recovers the statistic) and one entry per run (their number is private in "
+                "the randomised strategies). Set memory=None.")
+        if params.get("verbose"):
+            raise TypeError(
+                f"PrivateGridSearchCV: a {type(obj).__name__} with verbose set prints a line per "
+                "fit; one per run counts the runs, whose number is private in the randomised "
+                "strategies. Set verbose=False (the search reports its own progress in "
+                "cv_results_).")
     for prefix, step in _leaf_steps(est):
         if isinstance(step, PrivateEstimatorMixin) or _fits_nothing(step):
             continue
@@ -516,7 +531,10 @@ def _check_candidate(est, m, n, n_features, X, y, fit_params):
     private step's ``_check_public`` and the part of its fit before its charge
     (:func:`_dry_run`), an allowed non-private step's validation
     (:func:`_check_stateless_step`), on zeros of the structure, never the data. Warnings of
-    these checks are left to the real fits."""
+    these checks are left to the real fits, except the
+    :class:`~skdp.PrivacyGuaranteeWarning` s (a mechanism or route whose guarantee is not
+    established, a public setting), which are returned: the randomised strategies withhold
+    the runs' warnings, and the search shows these once before its charge."""
     for sub in _sub_estimators(est):
         if hasattr(sub, "_validate_params") and hasattr(type(sub), "_parameter_constraints"):
             sub._validate_params()
@@ -532,8 +550,8 @@ def _check_candidate(est, m, n, n_features, X, y, fit_params):
                 )
     _check_fit_params(est, fit_params)
     dtype, y_in = _dry_inputs(X, y, m, n)
-    with _WARNINGS_LOCK, warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with _WARNINGS_LOCK, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         for prefix, step, width, sparse in _leaf_inputs(est, n_features, sp.issparse(X), X):
             private = isinstance(step, PrivateEstimatorMixin)
             if private:
@@ -545,6 +563,31 @@ def _check_candidate(est, m, n, n_features, X, y, fit_params):
                 _dry_run(step, prefix, Xs, y_in, fit_params, m, n)
             else:
                 _check_stateless_step(step, Xs)
+    found = [str(w.message) for w in caught if issubclass(w.category, PrivacyGuaranteeWarning)]
+    return found + [m for _, step in _private_steps(est) if (m := _unverified_mechanism(step))]
+
+
+def _unverified_mechanism(step):
+    """The warning of a private step's ``mechanism`` parameter when it names a mechanism that
+    is not verified (a public setting; the step itself warns only when it calibrates, which
+    may come after its charge), else ``None``."""
+    import sys
+
+    from ..mechanisms import get_mechanism
+
+    name = step.get_params(deep=False).get("mechanism")
+    if not isinstance(name, str) or name == "auto":
+        return None
+    # an estimator's own names for core mechanisms (PrivatePCA's "analyze_gauss", ...)
+    core = getattr(sys.modules[type(step).__module__], "_MECHANISMS", {}).get(name, name)
+    try:
+        mechanism = get_mechanism(core)
+    except ValueError:
+        return None  # (an unknown name is the step's own error)
+    if mechanism.verified:
+        return None
+    return (f"{type(step).__name__}(mechanism={name!r}): mechanism {core!r} is NOT verified "
+            f"differentially private: {mechanism.failure}")
 
 
 def _estimator_has(attr):
@@ -998,12 +1041,18 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         n_val = int(round(self.validation_fraction * n))
         if n_val < 1 or n - n_val < 2:
             raise ValueError(f"{n} rows are too few for validation_fraction={self.validation_fraction}.")
+        unverified = []
         for cand in candidates:
-            _check_candidate(self._run_estimator(cand, run), n - n_val, n, d, X, y, fit_params)
+            unverified += _check_candidate(self._run_estimator(cand, run), n - n_val, n, d, X, y,
+                                           fit_params)
         if self.refit:
             for cand in candidates:
-                _check_candidate(self._run_estimator(cand, refit_budget), n, n, d, X, y,
-                                 fit_params)
+                unverified += _check_candidate(self._run_estimator(cand, refit_budget), n, n, d,
+                                               X, y, fit_params)
+        if self.strategy != "exhaustive":  # (the exhaustive runs' own warnings pass through)
+            for message in dict.fromkeys(unverified):
+                warnings.warn(f"PrivateGridSearchCV: some candidates are not verified: {message}",
+                              PrivacyGuaranteeWarning, stacklevel=3)
         law = self._stopping_law(len(candidates))
         total = PrivacyBudget(float(self.epsilon), float(self.delta))
         # Laplace mechanism on the mean score (public inputs: calibrated before the charge):
