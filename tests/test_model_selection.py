@@ -1746,3 +1746,20 @@ def test_randomised_search_warns_once_about_unverified_mechanisms(strategy):
         PrivateGridSearchCV(clone(est).set_params(mechanism="auto"), {"C": [0.1, 1.0, 10.0]},
                             epsilon=1.0, strategy=strategy, random_state=0).fit(X, y)
     assert not [w for w in caught if issubclass(w.category, PrivacyGuaranteeWarning)]
+
+
+def test_search_cost_refuses_halving_searches_and_bootstrap_splits():
+    """review 13: a halving search was priced as n_candidates x n_splits (charged 40 fits,
+    priced 28), and a bootstrap split's repeated record as one record."""
+    from sklearn.experimental import enable_halving_search_cv  # noqa: F401
+    from sklearn.model_selection import HalvingGridSearchCV
+
+    X, y = _data(n=400)
+    est = PrivateLogisticRegression(epsilon=0.1, delta=1e-6, data_norm=1.0, classes=[0, 1])
+    with pytest.raises(TypeError, match="HalvingGridSearchCV"):
+        search_cost(HalvingGridSearchCV(est, {"C": [0.1, 1.0, 10.0]}, cv=3), X, y)
+    boot = [(np.r_[np.arange(1, 300), [0, 0, 0, 0]], np.arange(300, 400))]
+    with pytest.raises(ValueError, match="repeats training rows"):
+        search_cost(GridSearchCV(est, {"C": [0.1, 1.0]}, cv=boot), X, y)
+    ok = [(np.arange(0, 300), np.arange(300, 400))]
+    assert search_cost(GridSearchCV(est, {"C": [0.1, 1.0]}, cv=ok), X, y).epsilon == pytest.approx(0.3)

@@ -225,6 +225,10 @@ def search_cost(search, X, y=None, groups=None):
     ShuffleSplit, StratifiedShuffleSplit, TimeSeriesSplit, PredefinedSplit
     and explicit splits; y is not read for it). With other splitters (group
     splitters) ``ValueError``: give the private steps an explicit delta.
+    Explicit splits that repeat a training row (a bootstrap) raise
+    ``ValueError``: the calibration assumes every row is a distinct record.
+    Successive-halving searches (``HalvingGridSearchCV``) refit candidates on
+    growing resources and raise ``TypeError``.
 
     A :class:`PrivateGridSearchCV` costs its ``(epsilon, delta)`` whatever
     its strategy: the strategy only decides how that total is shared among
@@ -263,6 +267,12 @@ def search_cost(search, X, y=None, groups=None):
 
     if isinstance(search, PrivateGridSearchCV):
         return PrivacyBudget(float(search.epsilon), float(search.delta))
+    if any(c.__name__ == "BaseSuccessiveHalving" for c in type(search).__mro__):
+        raise TypeError(
+            f"search_cost: a {type(search).__name__} fits its candidates again at every "
+            "iteration, on training sets whose sizes depend on its resource schedule, and is "
+            "not priced (as n_candidates x n_splits it would be under-priced). Use "
+            "GridSearchCV, RandomizedSearchCV or PrivateGridSearchCV.")
     n = _num_samples(X)
     estimator = search.estimator
     if hasattr(search, "param_grid"):
@@ -273,6 +283,14 @@ def search_cost(search, X, y=None, groups=None):
         raise TypeError(f"cannot price a {type(search).__name__}: not a parameter search.")
     cv = check_cv(search.cv, y, classifier=is_classifier(estimator))
     n_splits = cv.get_n_splits(X, y, groups)
+    if isinstance(cv, _CVIterableWrapper):  # explicit splits: a repeated row is one record
+        for train, _ in cv.split(np.empty((n, 0))):  # fitted several times in one fit
+            if len(np.unique(train)) != len(train):
+                raise ValueError(
+                    "search_cost: an explicit split repeats training rows (a bootstrap): a "
+                    "record that appears k times moves the statistic k times as far as the "
+                    "calibration assumes, so the fits are not (epsilon, delta)-DP for it. Use "
+                    "splits without repeated rows.")
     fits = [clone(estimator).set_params(**cand) for cand in candidates]
     n_train = n
     if any(_budget_signature(est)[1] for est in fits):  # a delta set from the training size
