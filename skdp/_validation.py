@@ -297,6 +297,21 @@ def _single_output(estimator):
         return False
 
 
+def _check_public_dtype(A, name, refused):
+    """Refuse, from the declared dtype(s) alone, kinds that the validation of the data refuses
+    after the charge: complex (X and y), strings, dates and void (X). Object columns are
+    left to that validation (their values decide)."""
+    dtypes = getattr(A, "dtypes", None)  # a DataFrame's columns
+    if dtypes is None or not hasattr(dtypes, "__iter__"):
+        dtypes = [getattr(A, "dtype", None)]
+    for dtype in dtypes:
+        kind = getattr(dtype, "kind", None)
+        if isinstance(kind, str) and kind in refused:
+            what = "Complex data" if kind == "c" else f"{name} of dtype {dtype}"
+            raise ValueError(f"{what} not supported: {name} must be real numbers (its declared "
+                             "dtype decides, before the budget is charged).")
+
+
 def check_public_structure(X, y=None, *, estimator=None, requires_y=False):
     """``(n_samples, n_features)`` of X, after raising every error its structure decides.
 
@@ -305,7 +320,8 @@ def check_public_structure(X, y=None, *, estimator=None, requires_y=False):
     relation), never a value, so the errors come before the budget is
     charged and carry no value: X is not 2-D, its column names mix strings and
     other types, X has no feature, a dask X or
-    ``y`` has unknown chunk sizes (:func:`check_known_chunks`), ``y`` is
+    ``y`` has unknown chunk sizes (:func:`check_known_chunks`), X's declared dtype is
+    complex, a string, a date or void, or ``y``'s is complex, ``y`` is
     missing (``requires_y``), its length differs from X's (numpy, pandas or
     dask alike), or, for a single-output ``estimator`` that requires ``y``
     (its tags do not declare ``multi_output``), ``y`` has more than one
@@ -327,6 +343,9 @@ def check_public_structure(X, y=None, *, estimator=None, requires_y=False):
     # column names are schema: names that mix strings and other types raise now (scikit-learn's
     # check, reading X.columns only), not in the validation after the charge
     _get_feature_names(X)
+    _check_public_dtype(X, "X", "cUSMmV")
+    if y is not None:
+        _check_public_dtype(y, "y", "c")
     n, d = public_shape(X)
     if d == 0:
         shape = (n, 0) if n is not None else "(n_samples, 0)"

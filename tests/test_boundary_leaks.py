@@ -329,9 +329,12 @@ def test_search_charges_a_ledger_set_on_the_inner_estimator():
 def test_search_refuses_inferred_bounds_before_the_charge(inner, grid):
     X, y_d, _ = _label_pair(n=400)
     ledger = BudgetLedger(10.0, 1e-3)
+    scoring = {} if not isinstance(inner, PrivateOLS) else dict(  # (a regressor's scores)
+        scoring=lambda est, X, y: -np.minimum((est.predict(X) - y) ** 2, 4.0),
+        score_bounds=(-4.0, 0.0))
     with pytest.raises(ValueError, match="inferred from the private data"):
         PrivateGridSearchCV(inner, grid, epsilon=2.0, delta=1e-5, strategy="exhaustive",
-                            accountant=ledger).fit(X, y_d)
+                            accountant=ledger, **scoring).fit(X, y_d)
     assert ledger.spends == []
 
 
@@ -980,3 +983,21 @@ def test_a_bound_beyond_float64_powers_is_refused_before_the_charge(i):
     with pytest.raises(ValueError, match="above 1.61e"):
         est.fit(X, (X[:, 0] > 0).astype(int))
     assert ledger.spent.epsilon == 0.0 and ledger.spent.delta == 0.0
+
+
+@pytest.mark.parametrize("i", range(7))
+def test_complex_or_string_dtypes_are_refused_before_the_charge(i):
+    # review 13: the declared dtype decides these errors, which came after the charge
+    X = np.random.default_rng(0).uniform(-0.3, 0.3, (100, 3))
+    y = (X[:, 0] > 0).astype(int)
+    for bad_X, bad_y, match in [(X.astype(complex), y, "Complex data"),
+                                (X.astype(str), y, "dtype <U"),
+                                (X, y.astype(complex), "Complex data")]:
+        ledger = BudgetLedger(10.0, 1e-3)
+        est = _zero_row_makers()[i](1.0)
+        est.set_params(accountant=ledger)
+        if isinstance(est, (PrivatePCA, PrivateRandomProjection)) and bad_y is not y:
+            continue  # (they ignore y)
+        with pytest.raises(ValueError, match=match):
+            est.fit(bad_X, bad_y)
+        assert ledger.spends == []
