@@ -1763,3 +1763,20 @@ def test_search_cost_refuses_halving_searches_and_bootstrap_splits():
         search_cost(GridSearchCV(est, {"C": [0.1, 1.0]}, cv=boot), X, y)
     ok = [(np.arange(0, 300), np.arange(300, 400))]
     assert search_cost(GridSearchCV(est, {"C": [0.1, 1.0]}, cv=ok), X, y).epsilon == pytest.approx(0.3)
+
+
+def test_width_after_a_function_transformer_is_known_before_the_charge():
+    """review 13: after FunctionTransformer(func) the next step's width was unknown, so
+    PrivatePCA(n_components=5) on 3 columns raised after the charge, when a run picked it."""
+    from skdp import PrivatePCA
+
+    X, _ = _data(n=400)
+    pipe = make_pipeline(FunctionTransformer(np.abs), PrivatePCA(data_norm=1.0))
+    scoring = dict(scoring=lambda est, X, y: np.zeros(len(X)), score_bounds=(0.0, 1.0))
+    for seed in range(4):
+        ledger = BudgetLedger(10.0, 1e-3)
+        with pytest.raises(ValueError, match="n_components=5"):
+            PrivateGridSearchCV(pipe, {"privatepca__n_components": [2, 5]}, epsilon=1.0,
+                                delta=1e-5, refit=True, accountant=ledger, random_state=seed,
+                                **scoring).fit(X)
+        assert ledger.spends == []

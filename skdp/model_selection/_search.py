@@ -287,7 +287,9 @@ def _output_structure(step, width, sparse):
     if step is None or isinstance(step, str):  # "passthrough"
         return width, sparse
     if isinstance(step, FunctionTransformer):
-        return (width if step.func is None else None), sparse
+        if step.func is None or width is None:
+            return width, sparse
+        return _function_output(step, width, sparse)
     if isinstance(step, _WIDTH_PRESERVING + (PrivateRowNormScaler, PrivateStandardScaler)):
         return width, sparse
     if isinstance(step, (PrivatePCA, PrivateRandomProjection)):
@@ -297,6 +299,25 @@ def _output_structure(step, width, sparse):
         if isinstance(k, numbers.Integral) and not isinstance(k, bool):
             return int(k), False
     return None, sparse
+
+
+def _function_output(step, width, sparse):
+    """``(width, sparse)`` of an allowed FunctionTransformer's output, from its function applied
+    to two rows of zeros of the input's structure (never the data; it is applied to each row on
+    its own, as the search requires); ``(None, sparse)`` if that fails or is not 2-D."""
+    Xs = _stand_in(2, width, sparse)
+    if not sparse:
+        Xs = np.zeros((2, width))  # (a writable array: the function may work in place)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = step.func(Xs, **(step.kw_args or {}))
+    except Exception:
+        return None, sparse
+    shape = getattr(out, "shape", None)
+    if shape is None or len(shape) != 2 or shape[0] != 2:
+        return None, sparse
+    return int(shape[1]), sp.issparse(out)
 
 
 def _readable_columns(X):
