@@ -37,6 +37,9 @@ def _is_real_scalar(x):
 #: largest norm bound (``data_norm``, ``label_bound``, ``clip_norm``; given or inferred) that
 #: is accepted: its fourth power and the products of the calibrations stay finite in float64
 MAX_PUBLIC_BOUND = 2.0**200
+#: smallest such bound accepted: below it the squares of the statistics' entries (gradient
+#: norms, Gram entries) can underflow, which the floating-point error bounds do not cover
+MIN_PUBLIC_BOUND = 2.0**-200
 
 
 def check_positive_finite(value, name, allow_zero=False):
@@ -205,7 +208,7 @@ def check_data_norm(X, data_norm, *, name="data_norm", estimator=None):
         )
     if bound == 0.0:
         bound = 1.0
-    return bound
+    return max(bound, MIN_PUBLIC_BOUND)  # (a larger bound is still a bound)
 
 
 def clip_rows(X, bound):

@@ -48,8 +48,8 @@ from sklearn.utils._param_validation import HasMethods, Interval
 
 from ._budget import PrivacyBudget
 from ._ledger import _LedgerMixin
-from ._validation import (MAX_PUBLIC_BOUND, check_epsilon_delta, check_public_structure,
-                          fit_generator)
+from ._validation import (MAX_PUBLIC_BOUND, MIN_PUBLIC_BOUND, check_epsilon_delta,
+                          check_public_structure, fit_generator)
 
 __all__ = ["PrivateEstimatorMixin", "private_fit", "discard_fitted_state", "for_release"]
 
@@ -300,6 +300,13 @@ class PrivateEstimatorMixin:
                     f"{name}={value!r} is above {MAX_PUBLIC_BOUND:.3g}: the calibrations raise "
                     "it to powers in float64, which overflow. Rescale the data by a public "
                     f"factor so that {name} is moderate (the release scales back exactly)."
+                )
+            if isinstance(value, Real) and not isinstance(value, bool) and 0 < value < MIN_PUBLIC_BOUND:
+                raise ValueError(
+                    f"{name}={value!r} is below {MIN_PUBLIC_BOUND:.3g}: the squares of the "
+                    "statistics' entries can underflow in float64, which the floating-point "
+                    "error bounds do not cover. Rescale the data by a public factor so that "
+                    f"{name} is moderate."
                 )
 
     _min_samples = 1

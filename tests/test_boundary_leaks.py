@@ -973,16 +973,34 @@ def test_a_zero_row_raises_no_numeric_warning(i, sparse):
             est.fit(X, y)
 
 
+@pytest.mark.parametrize("bound, match", [(1e160, "above 1.61e"), (2.0**-536, "below 6.22e")])
 @pytest.mark.parametrize("i", range(7))  # (the row-norm scaler's range is not raised to powers)
-def test_a_bound_beyond_float64_powers_is_refused_before_the_charge(i):
-    # data_norm = 1e160 overflowed R**2 in the calibrations: an OverflowError with errno text
+def test_a_bound_beyond_float64_powers_is_refused_before_the_charge(i, bound, match):
+    # data_norm = 1e160 overflowed R**2 in the calibrations: an OverflowError with errno text;
+    # data_norm = 2^-536 let the gradient's squared norm underflow to 0, and the output
+    # route's certificate accepted W = 0 on D but not on D' (review 14, F2: a leak)
     ledger = BudgetLedger(10.0, 1e-3)
-    est = _zero_row_makers()[i](1e160)
+    est = _zero_row_makers()[i](bound)
     est.set_params(accountant=ledger)
     X = np.random.default_rng(0).uniform(-0.3, 0.3, (100, 3))
-    with pytest.raises(ValueError, match="above 1.61e"):
+    with pytest.raises(ValueError, match=match):
         est.fit(X, (X[:, 0] > 0).astype(int))
     assert ledger.spent.epsilon == 0.0 and ledger.spent.delta == 0.0
+
+
+@pytest.mark.parametrize("Cls", CLASSIFIERS)
+def test_a_zero_gradient_raises_no_warning_in_the_gradient_route(Cls):
+    # review 14, F3: clip / max(norm, 1e-300) overflowed for a zero per-row gradient under a
+    # public clip_norm above ~1.8e8, one RuntimeWarning per step only if the data had one
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1e9, 1e9, (300, 3))
+    y = (X[:, 0] > 0).astype(int)
+    X[5] = 0.0
+    est = Cls(data_norm=2e10, clip_norm=1e9, classes=[0, 1], perturbation="gradient",
+              fit_intercept=False, max_iter=20, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        est.fit(X, y)
 
 
 @pytest.mark.parametrize("i", range(7))

@@ -1223,7 +1223,9 @@ def _gradient_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, rng, *,
             A *= Yc
             if needs_clip:
                 norms = np.sqrt(np.einsum("ik,ik->i", A, A)) * norm_s[i:j]
-                factor = np.minimum(1.0, clip / np.maximum(norms, 1e-300))
+                with np.errstate(over="ignore"):  # a zero gradient: clip / 1e-300 = inf, then
+                    # 1 (a warning would tell that the data has one; review 14)
+                    factor = np.minimum(1.0, clip / np.maximum(norms, 1e-300))
                 if ws is not None:  # weights in [0, 1] after clipping: norms stay <= clip
                     factor *= ws[i:j]
                 A *= factor[:, None]
