@@ -1019,3 +1019,17 @@ def test_complex_or_string_dtypes_are_refused_before_the_charge(i):
         with pytest.raises(ValueError, match=match):
             est.fit(bad_X, bad_y)
         assert ledger.spends == []
+
+
+@pytest.mark.parametrize("Cls", CLASSIFIERS)
+def test_poisson_dpsgd_is_calibrated_before_the_charge(Cls):
+    # review 14, F1: with batch_size < n the DP-SGD noise was calibrated after the charge, so
+    # "delta is too small" (decided by epsilon, delta, n, batch_size) came after spending
+    X = _unit_rows(400) / 3
+    y = (X[:, 0] > 0).astype(int)
+    ledger = BudgetLedger(1e6, 0.5, composition="basic")
+    est = Cls(perturbation="gradient", batch_size=50, epsilon=60.0, delta=1e-5, data_norm=1.0,
+              classes=[0, 1], accountant=ledger, random_state=0)
+    with pytest.raises(ValueError, match="delta is too small"):
+        est.fit(X, y)
+    assert ledger.spends == []

@@ -1375,10 +1375,10 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
         need only ``n``, the shape, the public ``classes`` and ``data_norm``,
         the budget and the public rules for ``C`` and ``T``. Objective
         perturbation (AMP) and Poisson-sampled DP-SGD have no Gaussian curve:
-        the ledger charges them by basic composition. The objective route's
-        calibration (:func:`_objective_plan`) still runs here, so that the
-        errors it decides from these public inputs (a ``delta`` too small
-        for the floating-point-safe sampler) come before the charge.
+        the ledger charges them by basic composition. Their calibrations
+        (:func:`_objective_plan`, :func:`_gradient_spec`) still run here, so
+        that the errors they decide from these public inputs (a ``delta`` too
+        small for the floating-point-safe sampler) come before the charge.
         """
         from .._filter import release_curve
 
@@ -1388,12 +1388,17 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
             mech = get_mechanism(self.mechanism)
             if not (mech.verified and mech.float_safe):
                 return None  # no curve for it (and no second warning from a calibration)
-        if self.perturbation == "gradient" and self.batch_size is not None and self.batch_size < n:
-            return None
         eps, delta = check_epsilon_delta(self.epsilon, self.delta)
         K = 1 if classes.size == 2 else classes.size
         _, R = self._intercept_column(float(self.data_norm))
         p = d + int(self.fit_intercept)
+        if self.perturbation == "gradient" and self.batch_size is not None and self.batch_size < n:
+            # Poisson-sampled DP-SGD: accounted by a PLD, no Gaussian curve; calibrated here
+            # (the accountant's multiplier is cached) so that what these public inputs decide
+            # (a delta too small for the sampler) comes before the charge (review 14, F1)
+            _gradient_spec(K, p, n, eps, delta, self.mechanism, self._n_steps(n, K, p, eps, delta),
+                           self.batch_size, self._clip_norm(K, R), sparse)
+            return None
         if self.perturbation == "objective":  # public calibration only: no Gaussian curve
             _objective_plan(K, p, R, n, self._regularization(n, K, p, R, eps, delta), gamma=
                             self._tolerance(n, d, K, R, sparse), eps=eps, delta=delta,
