@@ -549,3 +549,19 @@ def test_scaler_calibrates_the_computed_moments():
     computed = _moments_query(n, d, s, _moments_rounding(n, d, np.zeros(d), np.ones(d), s, False))
     assert exact.l2_bound < computed.l2_bound < exact.l2_bound * 1.01
     assert exact.l1_bound < computed.l1_bound < exact.l1_bound * 1.01
+
+
+def test_scaler_that_releases_nothing_reads_no_value():
+    # review 14, F4: with_mean=False, with_std=False charges nothing, and its validation of the
+    # values answered "does X hold an inf?" for free (D fitted, its neighbour raised)
+    from skdp import BudgetLedger
+
+    X = np.random.default_rng(0).uniform(-1, 1, (50, 3))
+    Xp = X.copy()
+    Xp[0, 0] = np.inf
+    for data in (X, Xp):
+        ledger = BudgetLedger(1.0, 0.0)
+        sc = PrivateStandardScaler(with_mean=False, with_std=False, bounds=(-1.0, 1.0),
+                                   accountant=ledger).fit(data)
+        assert ledger.spends == [] and sc.n_features_in_ == 3 and sc.n_samples_seen_ == 50
+        assert sc.mean_ is None and sc.scale_ is None

@@ -117,7 +117,7 @@ import numpy as np
 from scipy import sparse
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
 from sklearn.utils.sparsefuncs import inplace_column_scale
-from sklearn.utils.validation import FLOAT_DTYPES, check_array, check_is_fitted
+from sklearn.utils.validation import FLOAT_DTYPES, check_array, check_is_fitted, validate_data
 
 from .._budget import PrivacyBudget
 from .._validation import (_leak_warning, call_without_values, check_epsilon_delta,
@@ -500,6 +500,15 @@ class PrivateStandardScaler(PrivateEstimatorMixin, OneToOneFeatureMixin, Transfo
         else:  # nothing is released: nothing is charged
             self._check_public(n_pub, d_pub)
             self.privacy_spent_ = PrivacyBudget.zero()
+        if not releases and self.bounds is not None and n_pub and d_pub:
+            # nothing is charged, so no value is read: a validation of the values would answer
+            # "does X hold a NaN?" for free (review 14, F4); the structure sets the features
+            validate_data(self, X, skip_check_array=True, reset=True)
+            self.bounds_ = _check_bounds(self.bounds, d_pub, self)
+            self.n_samples_seen_ = n_pub
+            self.noise_spec_ = None
+            self.mean_ = self.var_ = self.scale_ = None
+            return self
         X = validate_private_data(self, X, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES,
                                   ensure_min_samples=1)
         n, d = X.shape
