@@ -807,3 +807,21 @@ def test_mean_route_calibrates_before_the_charge_without_data_norm():
     b = PrivateOLS(method="mean", label_bound=2.0, random_state=0).fit(X, y, sample_weight=w)
     assert a.noise_spec_.params["scale"] == b.noise_spec_.params["scale"]
     assert a.intercept_ == b.intercept_
+
+
+def test_relative_dp_sketch_fits_whatever_the_leverage():
+    # review 14, F5: with relative_dp=True the rows were materialised and the sketch plan read
+    # Z.k from the plain array: AttributeError after the charge when the leverage missed the
+    # target (which depends on the data)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(5000, 3)) / 3
+    y = X @ [0.5, -0.3, 0.1] + 0.1 * rng.normal(size=5000)
+    Xp = X.copy()
+    Xp[0] = [1.0, 0.0, 0.0]
+    Xp[1:] *= 1e-3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for data in (X, Xp):
+            est = PrivateOLS(method="sketch", relative_dp=True, data_norm=1.0, label_bound=1.0,
+                             epsilon=1.0, delta=1e-5, random_state=0).fit(data, y)
+            assert np.all(np.isfinite(est.coef_))

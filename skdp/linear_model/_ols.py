@@ -900,7 +900,7 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         sparse = sp.issparse(X)  # public: the input's format (it sets the kernel's chunks)
 
         def curve():  # SSP-type releases are Gaussian: calibrated from public inputs before the charge
-            if (method == "sketch" and not self.relative_dp and self.data_norm is not None
+            if (method == "sketch" and self.data_norm is not None
                     and self.label_bound is not None and d_public):
                 # the sketch's release (grid, or refused / floating point), decided now
                 pre["sketch_plan"] = self._sketch_plan(
@@ -983,7 +983,7 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                 if "sketch_plan" in pre:
                     self._check_charged_shape((n_public, d_public), (n, p0))
                 else:  # a bound was inferred: decided now, after the charge
-                    pre["sketch_plan"] = self._sketch_plan(n, Z.k, data_norm, lb, epsilon, delta)
+                    pre["sketch_plan"] = self._sketch_plan(n, p + 1, data_norm, lb, epsilon, delta)
                 S, info = private_sketch(Z, int(r), epsilon, delta, np.sqrt(R2), rng,
                                          chunk_size=self.chunk_size, plan=pre["sketch_plan"])
                 sigma = info["sigma"]
