@@ -10,6 +10,7 @@ import numbers
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils.validation import _get_feature_names
 
 from .exceptions import BudgetExceededError, PrivacyLeakWarning
@@ -298,6 +299,23 @@ def _single_output(estimator):
         return not get_tags(estimator).target_tags.multi_output
     except Exception:  # not a scikit-learn estimator: no claim
         return False
+
+
+def is_sparse_input(X):
+    """Whether the validation of ``X`` gives a scipy.sparse matrix, from its structure: a
+    scipy.sparse matrix or array, or a pandas DataFrame whose columns all have a sparse dtype
+    (scikit-learn converts it to COO). Decides public choices before the charge (the
+    kernel's chunks and their rounding bounds), which must match the validated input."""
+    if sp.issparse(X):
+        return True
+    dtypes = getattr(X, "dtypes", None)
+    if not hasattr(X, "sparse") or getattr(X, "ndim", 0) != 2 or dtypes is None:
+        return False
+    try:
+        from pandas import SparseDtype
+    except ImportError:  # pragma: no cover
+        return False
+    return len(dtypes) > 0 and all(isinstance(dt, SparseDtype) for dt in dtypes)
 
 
 def _check_public_dtype(A, name, refused):

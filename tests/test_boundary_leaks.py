@@ -1033,3 +1033,19 @@ def test_poisson_dpsgd_is_calibrated_before_the_charge(Cls):
     with pytest.raises(ValueError, match="delta is too small"):
         est.fit(X, y)
     assert ledger.spends == []
+
+
+def test_a_sparse_dataframe_is_calibrated_as_the_sparse_matrix_it_becomes():
+    # review 14, F6: sp.issparse was False for a DataFrame of sparse columns before the charge,
+    # so the release was calibrated with the dense kernel's rounding bound while scikit-learn's
+    # validation made it CSR and the sparse kernel (deeper sums) computed the statistic
+    pd = pytest.importorskip("pandas")
+    import scipy.sparse as sp
+
+    Xs = sp.random(200_000, 4, density=0.3, format="csr", random_state=1)
+    Xdf = pd.DataFrame.sparse.from_spmatrix(Xs)
+    for make in (lambda: PrivateStandardScaler(bounds=(-1, 1), with_mean=False, random_state=0),
+                 lambda: PrivatePCA(data_norm=1.0, random_state=0)):
+        a = make().fit(Xs).noise_spec_.query.l2_bound
+        b = make().fit(Xdf).noise_spec_.query.l2_bound
+        assert a == b

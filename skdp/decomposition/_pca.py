@@ -135,7 +135,7 @@ from .._dask import validate_fit_data
 from .._stats import (UNIT_ROUNDOFF, check_unit_sample_weight, check_weight_structure,
                       clipped_gram, computed_row_bound, gram_rounding_bound)
 from .._validation import (call_without_values, check_data_norm, check_epsilon_delta,
-                           validate_private_data)
+                           is_sparse_input, validate_private_data)
 from ..mechanisms import Query, calibrate, get_mechanism
 from ..mechanisms.selection import applicable_names
 
@@ -543,7 +543,7 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
     def _fit(self, X, sample_weight=None):
         n_pub, d_pub = self._public_shape(X)  # structure only, no values
         weighted = sample_weight is not None  # public: whether weights are passed
-        sparse = sp.issparse(X)  # public: the input's format (it sets the kernel's chunks)
+        sparse = is_sparse_input(X)  # public: the input's format (it sets the kernel's chunks)
         pre = {}
 
         def curve():  # the release calibrated from public inputs, before the charge

@@ -437,6 +437,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import (
+    is_sparse_input,
     check_classes,
     check_data_norm,
     check_epsilon_delta,
@@ -1476,7 +1477,7 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
         loss = self._loss()
         classes = check_classes(self.classes, self)
         budget, rng = self._start_fit(n_pub, d_pub, curve=lambda: self._curve(
-            n_pub, d_pub, classes, sp.issparse(X)))
+            n_pub, d_pub, classes, is_sparse_input(X)))
         sample_weight = check_unit_sample_weight(sample_weight, X, self)  # values: after the charge
         eps, delta = budget.epsilon, budget.delta
         X, y = validate_private_data(self, X, y, accept_sparse=["csr", "csc"],

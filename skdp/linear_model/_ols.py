@@ -21,6 +21,7 @@ from .._stats import (UNIT_ROUNDOFF, AugmentedRows, check_unit_sample_weight,
                       gram_rounding_bound, materialize)
 from .._filter import release_curve
 from .._validation import (
+    is_sparse_input,
     check_data_norm,
     check_epsilon_delta,
     _leak_warning,
@@ -897,7 +898,7 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                 stacklevel=3,
             )
         pre = {}
-        sparse = sp.issparse(X)  # public: the input's format (it sets the kernel's chunks)
+        sparse = is_sparse_input(X)  # public: the input's format (it sets the kernel's chunks)
 
         def curve():  # SSP-type releases are Gaussian: calibrated from public inputs before the charge
             if (method == "sketch" and self.data_norm is not None

@@ -36,7 +36,8 @@ from sklearn.utils.validation import _num_samples, check_is_fitted, indexable
 from .._budget import PrivacyBudget
 from ..exceptions import PrivacyGuaranteeWarning
 from .._stats import check_weight_structure, rounding_gamma
-from .._validation import call_without_values, check_public_structure, seed_entropy
+from .._validation import (call_without_values, check_public_structure, is_sparse_input,
+                           seed_entropy)
 from .._dask import is_dask_collection
 from ..base import (BOUND_PARAMETERS, PrivateEstimatorMixin, _fits_nothing, walk_estimators,
                     private_fit)
@@ -573,7 +574,7 @@ def _check_candidate(est, m, n, n_features, X, y, fit_params):
     dtype, y_in = _dry_inputs(X, y, m, n)
     with _WARNINGS_LOCK, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for prefix, step, width, sparse in _leaf_inputs(est, n_features, sp.issparse(X), X):
+        for prefix, step, width, sparse in _leaf_inputs(est, n_features, is_sparse_input(X), X):
             private = isinstance(step, PrivateEstimatorMixin)
             if private:
                 step._check_public(m, width)

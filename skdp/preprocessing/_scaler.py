@@ -121,7 +121,7 @@ from sklearn.utils.validation import FLOAT_DTYPES, check_array, check_is_fitted,
 
 from .._budget import PrivacyBudget
 from .._validation import (_leak_warning, call_without_values, check_epsilon_delta,
-                           validate_private_data)
+                           is_sparse_input, validate_private_data)
 from .._filter import release_curve
 from ..base import PrivateEstimatorMixin, private_fit
 from ..mechanisms import Query, calibrate
@@ -474,7 +474,7 @@ class PrivateStandardScaler(PrivateEstimatorMixin, OneToOneFeatureMixin, Transfo
         -------
         self : PrivateStandardScaler
         """
-        if sparse.issparse(X) and self.with_mean:
+        if is_sparse_input(X) and self.with_mean:
             raise ValueError(
                 "Cannot center sparse matrices: pass `with_mean=False` instead. See docstring "
                 "for motivation and alternatives."
@@ -492,7 +492,7 @@ class PrivateStandardScaler(PrivateEstimatorMixin, OneToOneFeatureMixin, Transfo
             if not k_pub:
                 return None
             pre["spec"] = self._calibrate(n_pub, k_pub, self._privacy_budget(), lo[live_pub],
-                                          hi[live_pub], sparse.issparse(X))
+                                          hi[live_pub], is_sparse_input(X))
             return release_curve([pre["spec"]])
 
         if releases:
