@@ -672,7 +672,7 @@ def check_unit_sample_weight(sample_weight, X, estimator=None):
     # that no other error is attached as its context
     try:
         w = call_without_values(_check_sample_weight, sample_weight, X, name="sample_weight",
-                                **kwargs)
+                                spent=True, **kwargs)
     except ValueError as exc:
         if "nan or infinity" not in str(exc).lower():
             raise

@@ -428,7 +428,13 @@ _STRUCTURAL_MESSAGES = (
 )
 
 
-def _error_without_values(exc, name):
+#: appended to the errors about private values, raised after the budget was charged
+_SPENT_NOTE = (" The values are checked after the budget is charged (whether they pass is covered "
+               "by the guarantee), so this fit's budget counts as spent: fix the data first (for "
+               "example impute missing values with a public constant).")
+
+
+def _error_without_values(exc, name, spent=False):
     """A new exception for a failed validation of ``name``, without any value of the data."""
     msg = str(exc)
     low = msg.lower()
@@ -440,7 +446,7 @@ def _error_without_values(exc, name):
         return cls(
             f"{name} contains values that cannot be converted to float (a float() argument must "
             "be a string or a real number, and a string must spell a number). The values are "
-            "not shown: they are private data.")
+            "not shown: they are private data." + (_SPENT_NOTE if spent else ""))
     if "complex" in low:
         return ValueError(f"Complex data not supported: {name} must be real-valued.")
     if "got 1d array" in low:
@@ -456,7 +462,8 @@ def _error_without_values(exc, name):
             "private data.")
     if "contains nan" in low or "contains infinity" in low or "nan or inf" in low:
         return ValueError(f"Input {name} contains NaN or infinity (or a value too large for its "
-                          "dtype). The values are not shown: they are private data.")
+                          "dtype). The values are not shown: they are private data."
+                          + (_SPENT_NOTE if spent else ""))
     if "array=" not in low and any(m in low for m in _STRUCTURAL_MESSAGES):
         return cls(msg)
     return cls(
@@ -478,7 +485,8 @@ def _failed_in_y(exc):
     return False
 
 
-def call_without_values(fn, *args, name="X", catch=(ValueError, TypeError), **kwargs):
+def call_without_values(fn, *args, name="X", catch=(ValueError, TypeError), spent=False,
+                        **kwargs):
     """``fn(*args, **kwargs)``, with its ``ValueError`` / ``TypeError`` re-raised without values.
 
     The one wrapper of every validation of private data (``validate_data``,
@@ -491,7 +499,8 @@ def call_without_values(fn, *args, name="X", catch=(ValueError, TypeError), **kw
     is the input's name; ``("X", "y")`` names the one whose check failed.
     ``catch``: the exception types replaced (``Exception`` where the call runs
     code that is not a validation, such as a search's runs: an ``IndexError``
-    of a table lookup quotes its key too).
+    of a table lookup quotes its key too). ``spent``: the call comes after a fit's charge,
+    and the messages about values say that the budget counts as spent.
     """
     try:
         return fn(*args, **kwargs)
@@ -502,7 +511,7 @@ def call_without_values(fn, *args, name="X", catch=(ValueError, TypeError), **kw
             which = name[1] if _failed_in_y(exc) else name[0]
         else:
             which = name
-        err = _error_without_values(exc, which)
+        err = _error_without_values(exc, which, spent)
     # raised outside the handler: the original error is not attached as __context__
     raise err from None
 
@@ -512,9 +521,11 @@ def validate_private_data(estimator, X, y="no_validation", **kwargs):
     (:func:`call_without_values`)."""
     from sklearn.utils.validation import validate_data
 
+    spent = kwargs.get("reset", True)  # a fit's validation (after its charge), not predict's
     if isinstance(y, str) and y == "no_validation":
-        return call_without_values(validate_data, estimator, X, name="X", **kwargs)
-    return call_without_values(validate_data, estimator, X, y, name=("X", "y"), **kwargs)
+        return call_without_values(validate_data, estimator, X, name="X", spent=spent, **kwargs)
+    return call_without_values(validate_data, estimator, X, y, name=("X", "y"), spent=spent,
+                               **kwargs)
 
 
 def fit_generator(random_state, spend=None):

@@ -1049,3 +1049,17 @@ def test_a_sparse_dataframe_is_calibrated_as_the_sparse_matrix_it_becomes():
         a = make().fit(Xs).noise_spec_.query.l2_bound
         b = make().fit(Xdf).noise_spec_.query.l2_bound
         assert a == b
+
+
+def test_value_errors_after_the_charge_say_the_budget_counts_as_spent():
+    # review 15: a NaN found after the charge spent the budget without saying so
+    X = _unit_rows(100) / 2
+    y = (X[:, 0] > 0).astype(int)
+    Xn = X.copy()
+    Xn[3, 1] = np.nan
+    with pytest.raises(ValueError, match="counts as spent"):
+        PrivateLogisticRegression(data_norm=1.0, classes=[0, 1]).fit(Xn, y)
+    pca = PrivatePCA(data_norm=1.0, n_components=1).fit(X)
+    with pytest.raises(ValueError, match="NaN") as info:  # predict/transform spend nothing
+        pca.transform(Xn)
+    assert "spent" not in str(info.value)

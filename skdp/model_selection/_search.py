@@ -240,7 +240,8 @@ def _fit_run(est, seed_seq, X, y, fit_params):
     try:
         # any step's error may quote a cell (numpy's conversion errors, an allowed
         # FunctionTransformer's lookup): every exception is re-raised without values
-        call_without_values(est.fit, X, y, name=("X", "y"), catch=Exception, **fit_params)
+        call_without_values(est.fit, X, y, name=("X", "y"), catch=Exception, spent=True,
+                            **fit_params)
     finally:
         _forget_seeds(est)  # the seeds set above, and the fitted copies that kept them
     return est
