@@ -10,6 +10,7 @@ from .exceptions import (
     BudgetExceededError,
     LedgerFileError,
     PrivacyGuaranteeWarning,
+    LargeDeltaWarning,
     PrivacyLeakWarning,
 )
 from . import mechanisms  # noqa: F401
@@ -28,6 +29,7 @@ __all__ = [
     "SQLiteLedger",
     "compose_basic",
     "compose_advanced",
+    "LargeDeltaWarning",
     "PrivacyLeakWarning",
     "PrivacyGuaranteeWarning",
     "BudgetExceededError",

@@ -3,6 +3,7 @@
 __all__ = [
     "PrivacyLeakWarning",
     "PrivacyGuaranteeWarning",
+    "LargeDeltaWarning",
     "BudgetExceededError",
     "LedgerFileError",
 ]
@@ -25,6 +26,18 @@ class PrivacyGuaranteeWarning(UserWarning):
     Raised for mechanisms with ``verified = False`` (R1SMG, product noise, and
     methods whose guarantee rests on a conjecture). Their outputs must not be
     presented as differentially private.
+    """
+
+
+class LargeDeltaWarning(UserWarning):
+    """``delta`` is at least ``1 / n`` for the ``n`` records of a fit.
+
+    (epsilon, delta)-DP with ``delta >= 1/n`` allows a mechanism that
+    publishes one whole record with probability ``delta`` per record, that
+    is, some record almost surely (Dwork & Roth 2014, sec. 2.3). The fit is
+    still (epsilon, delta)-DP as stated; the warning says that the stated
+    guarantee is weak. Choose ``delta`` well below ``1/n`` (``1/n^2`` is a
+    common choice; PrivateOLS and PrivateRandomProjection default to it).
     """
 
 

@@ -61,3 +61,18 @@ def test_dp_accounting_is_an_extra_named_in_the_error(monkeypatch):
     meta = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]
     assert not any(dep.startswith("dp-accounting") for dep in meta["dependencies"])
     assert any(dep.startswith("dp-accounting") for dep in meta["optional-dependencies"]["dpsgd"])
+
+
+def test_delta_at_least_one_over_n_warns_before_the_charge():
+    # review 15: delta = 0.5 on 1000 rows fitted silently (the docs say delta << 1/n)
+    import warnings
+
+    from skdp import BudgetLedger, LargeDeltaWarning, PrivateLogisticRegression
+
+    X = np.random.default_rng(0).uniform(-0.3, 0.3, (1000, 3))
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.warns(LargeDeltaWarning, match="at least 1/n"):
+        PrivateLogisticRegression(data_norm=1.0, classes=[0, 1], delta=1e-3).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LargeDeltaWarning)
+        PrivateLogisticRegression(data_norm=1.0, classes=[0, 1], delta=9e-4).fit(X, y)
