@@ -43,7 +43,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.frozen import FrozenEstimator
-from sklearn.preprocessing import FunctionTransformer, Normalizer
+from sklearn.preprocessing import FunctionTransformer, Normalizer, OneHotEncoder
 from sklearn.utils._param_validation import HasMethods, Interval
 
 from ._budget import PrivacyBudget
@@ -230,10 +230,18 @@ def _fits_nothing(step):
     rows through ``inverse_func`` (``check_inverse`` with both functions
     given), which warns or not depending on their values. Both learn only
     the structure of X (``n_features_in_``, ``feature_names_in_``), which
-    is public.
+    is public. And ``OneHotEncoder`` with explicit ``categories``, without
+    infrequent categories (``min_frequency`` and ``max_categories`` None) and
+    ignoring unknown ones (``handle_unknown`` "ignore" or
+    "infrequent_if_exist"): its fitted categories are the given lists, and
+    no value decides whether its fit raises.
     """
     if type(step) is Normalizer:
         return True
+    if type(step) is OneHotEncoder:
+        return (not isinstance(step.categories, str) and step.min_frequency is None
+                and step.max_categories is None
+                and step.handle_unknown in ("ignore", "infrequent_if_exist"))
     if type(step) is FunctionTransformer:
         return not (step.check_inverse and step.func is not None
                     and step.inverse_func is not None)

@@ -1780,3 +1780,54 @@ def test_width_after_a_function_transformer_is_known_before_the_charge():
                                 delta=1e-5, refit=True, accountant=ledger, random_state=seed,
                                 **scoring).fit(X)
         assert ledger.spends == []
+
+
+def test_one_hot_encoder_with_public_categories_is_allowed():
+    """review 15: the docs' recipe, OneHotEncoder(categories=[...]), learns nothing from the
+    data but was refused by the search and flagged by for_release."""
+    import pandas as pd
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    from skdp import PrivacyLeakWarning, PrivatePCA, for_release
+
+    rng = np.random.default_rng(0)
+    n = 600
+    df = pd.DataFrame({"a": rng.uniform(-0.5, 0.5, n), "c": rng.choice(["x", "y", "z"], n)})
+    y = ((df["a"] > 0) ^ (df["c"] == "z")).astype(int).to_numpy()
+    cats = [["x", "y", "z"]]
+
+    def pipe(enc, last=None):
+        pre = ColumnTransformer([("cat", enc, ["c"]), ("num", "passthrough", ["a"])])
+        last = last or PrivateLogisticRegression(data_norm=np.sqrt(1.25), classes=[0, 1])
+        return Pipeline([("pre", pre), ("clf", last)])
+
+    enc = OneHotEncoder(categories=cats, handle_unknown="ignore", sparse_output=False)
+    search = PrivateGridSearchCV(pipe(enc), {"clf__C": [0.1, 1.0]}, epsilon=1.0,
+                                 random_state=0).fit(df, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        for_release(search)
+    # refused: categories learned from the data, infrequent categories, unknown ones raising
+    for bad in (OneHotEncoder(handle_unknown="ignore"),
+                OneHotEncoder(categories=cats, handle_unknown="ignore", min_frequency=5),
+                OneHotEncoder(categories=cats)):
+        with pytest.raises(TypeError, match="OneHotEncoder"):
+            PrivateGridSearchCV(pipe(bad), {"clf__C": [0.1]}, epsilon=1.0).fit(df, y)
+    # its output width is public: a projection wider than 3 + 1 - 1 columns is refused before
+    ledger = BudgetLedger(10.0, 1e-3)
+    proj = PrivatePCA(data_norm=1.5)
+    scoring = dict(scoring=lambda est, X, y: np.zeros(len(X)), score_bounds=(0.0, 1.0))
+    with pytest.raises(ValueError, match="n_components=4"):
+        PrivateGridSearchCV(pipe(OneHotEncoder(categories=cats, handle_unknown="ignore",
+                                               drop="first", sparse_output=False), proj),
+                            {"clf__n_components": [2, 4]}, epsilon=1.0, delta=1e-5,
+                            strategy="exhaustive", accountant=ledger, **scoring).fit(df)
+    # a sparse member under the default sparse_threshold: the output's format (and the next
+    # step's calibration) would follow the density of the data (unknown categories count)
+    with pytest.raises(ValueError, match="sparse_threshold"):
+        PrivateGridSearchCV(pipe(OneHotEncoder(categories=cats, handle_unknown="ignore"), proj),
+                            {"clf__n_components": [2]}, epsilon=1.0, delta=1e-5,
+                            strategy="exhaustive", accountant=ledger, **scoring).fit(df)
+    assert ledger.spends == []

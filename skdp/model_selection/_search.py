@@ -27,7 +27,7 @@ from sklearn.model_selection import ParameterGrid
 from sklearn.compose import ColumnTransformer
 from sklearn.frozen import FrozenEstimator
 from sklearn.pipeline import FeatureUnion, Pipeline
-from sklearn.preprocessing import FunctionTransformer, Normalizer
+from sklearn.preprocessing import FunctionTransformer, Normalizer, OneHotEncoder
 from sklearn.utils import get_tags
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
@@ -278,10 +278,12 @@ def _sub_estimators(est):
 _WIDTH_PRESERVING = (Normalizer,)
 
 
-def _output_structure(step, width, sparse):
+def _output_structure(step, width, sparse, X=None):
     """``(width, sparse)`` of what ``step`` outputs for such an input, where its settings tell
-    it (width ``None`` otherwise): width-preserving steps keep both, the private projections
-    output ``n_components`` dense columns."""
+    it (``None`` otherwise): width-preserving steps keep both, the private projections
+    output ``n_components`` dense columns, a one-hot encoder with public categories its
+    columns, a ColumnTransformer (:func:`_column_transformer_output`; ``X``: the search's
+    input where it reads it as it is) the sum of its members'."""
     from ..decomposition import PrivatePCA
     from ..preprocessing import PrivateRowNormScaler, PrivateStandardScaler
     from ..random_projection import PrivateRandomProjection
@@ -294,13 +296,82 @@ def _output_structure(step, width, sparse):
         return _function_output(step, width, sparse)
     if isinstance(step, _WIDTH_PRESERVING + (PrivateRowNormScaler, PrivateStandardScaler)):
         return width, sparse
+    if isinstance(step, OneHotEncoder) and _fits_nothing(step):
+        return _one_hot_width(step), bool(step.sparse_output)
     if isinstance(step, (PrivatePCA, PrivateRandomProjection)):
         k = step.n_components
         if k is None:
             return width, False
         if isinstance(k, numbers.Integral) and not isinstance(k, bool):
             return int(k), False
-    return None, sparse
+    if isinstance(step, FrozenEstimator):
+        return _frozen_output(step.estimator, width, sparse)
+    if isinstance(step, ColumnTransformer):
+        return _column_transformer_output(step, width, sparse, X)
+    if isinstance(step, Pipeline):
+        for i, (_, part) in enumerate(step.steps):
+            width, sparse = _output_structure(part, width, sparse, X if i == 0 else None)
+        return width, sparse
+    return None, None
+
+
+def _frozen_output(inner, width, sparse):
+    """``(width, sparse)`` of a frozen (public) transformer: its output columns from its
+    fitted feature names where its input width matches, its format from its ``sparse_output``
+    setting (encoders) or else the input's (``None`` where neither tells)."""
+    out_width = None
+    if width is not None and getattr(inner, "n_features_in_", None) == width:
+        try:
+            out_width = len(inner.get_feature_names_out())
+        except Exception:  # (no feature names for it: unknown)
+            out_width = None
+    flag = getattr(inner, "sparse_output", None)
+    return out_width, (bool(flag) if isinstance(flag, (bool, np.bool_)) else sparse)
+
+
+def _column_transformer_output(ct, width, sparse, X):
+    """``(width, sparse)`` of a ColumnTransformer's output; raises ``ValueError`` where its
+    format would depend on the data: with ``sparse_threshold > 0`` and a member that may
+    output a sparse matrix, scikit-learn stacks the output sparse or dense by its density, so
+    one record can flip the format of what the next (private) step is given, and with it
+    that step's calibration (its floating-point rounding bounds), which its release shows."""
+    outs, used = [], set()
+    for _, part, cols in ct.transformers:
+        sel = _selected_columns(cols, width, X)
+        used = None if sel is None or used is None or not width else used | {c % width for c in sel}
+        if isinstance(part, str) and part == "drop":
+            continue
+        outs.append(_output_structure(part, None if sel is None else len(sel), sparse))
+    rem = ct.remainder
+    if not (isinstance(rem, str) and rem == "drop"):
+        rest = None if used is None or width is None else width - len(used)
+        if rest != 0:
+            outs.append(_output_structure(rem, rest, sparse))
+    if ct.sparse_threshold > 0 and any(s is not False for _, s in outs):
+        raise ValueError(
+            "PrivateGridSearchCV: a ColumnTransformer with sparse_threshold > 0 and a member "
+            "that may output a sparse matrix stacks its output sparse or dense by the density "
+            "of the data, so one record can change the format the next step is given and with "
+            "it that step's calibration, which its release shows. Set sparse_threshold=0 "
+            "(dense output), or make the members dense (OneHotEncoder(sparse_output=False)).")
+    widths = [w for w, _ in outs]
+    return (None if any(w is None for w in widths) else int(sum(widths))), False
+
+
+def _one_hot_width(enc):
+    """Output columns of a OneHotEncoder with explicit categories (``None`` if its ``drop``
+    does not tell): one per category, less one per feature that ``drop`` removes."""
+    sizes = [len(c) for c in enc.categories]
+    if enc.drop is None:
+        dropped = 0
+    elif isinstance(enc.drop, str):
+        dropped = len(sizes) if enc.drop == "first" else sum(k == 2 for k in sizes)  # if_binary
+    else:
+        try:
+            dropped = sum(v is not None for v in enc.drop)
+        except TypeError:
+            return None
+    return sum(sizes) - dropped
 
 
 def _function_output(step, width, sparse):
@@ -363,7 +434,7 @@ def _leaf_inputs(est, width, sparse=False, X=None, prefix=""):
         for i, (name, step) in enumerate(est.steps):
             yield from _leaf_inputs(step, width, sparse, X if i == 0 else None,
                                     f"{prefix}{name}__")
-            width, sparse = _output_structure(step, width, sparse)
+            width, sparse = _output_structure(step, width, sparse, X if i == 0 else None)
     elif isinstance(est, FeatureUnion):
         for name, part in est.transformer_list:
             yield from _leaf_inputs(part, width, sparse, X, f"{prefix}{name}__")
@@ -393,6 +464,11 @@ def _check_stateless_step(step, Xs):
         if expected is not None and Xs.shape[1] != expected:
             raise ValueError(f"X has {Xs.shape[1]} features, but {type(step.estimator).__name__} "
                              f"is expecting {expected} features as input.")
+        return
+    if isinstance(step, OneHotEncoder):  # (its fit is not run on zeros: unknown categories)
+        if Xs.shape[1] != len(step.categories):
+            raise ValueError(f"OneHotEncoder has categories for {len(step.categories)} features, "
+                             f"but its input has {Xs.shape[1]} columns.")
         return
     if isinstance(step, (FunctionTransformer, Normalizer)):
         clone(step).set_params(**({"func": None, "inverse_func": None}
