@@ -1,5 +1,7 @@
 """PrivateLogisticRegression: scikit-learn API, bad input, budget and behaviour."""
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.datasets import make_classification
@@ -114,3 +116,17 @@ def test_accountant_is_charged_before_data():
     with pytest.raises(BudgetExceededError):
         clf.fit(X, np.zeros(100))  # refused before the (bad) data is looked at
     assert led.spent == 1.0
+
+
+def test_an_explicit_C_lowered_by_the_objective_route_warns():
+    # review 15: C = 1, 10, 100 all became C_ = 0.314 at n = 1000 without a word
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.5, 0.5, (1000, 3))
+    y = (X[:, 0] > 0).astype(int)
+    kw = dict(data_norm=1.0, classes=[0, 1], perturbation="objective", random_state=0)
+    with pytest.warns(UserWarning, match="above what objective perturbation allows"):
+        est = PrivateLogisticRegression(C=100.0, **kw).fit(X, y)
+    assert est.C_ < 100.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        PrivateLogisticRegression(C=0.01, **kw).fit(X, y)

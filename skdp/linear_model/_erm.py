@@ -424,6 +424,7 @@ References
 """
 
 import math
+import warnings
 from functools import lru_cache
 from numbers import Integral, Real
 
@@ -1530,6 +1531,14 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
         # the regularisation used: objective perturbation may raise an explicit C's (its
         # Jacobian term's need at this n and epsilon, "Budget split" above)
         self.C_ = 1.0 / (n * info["regularization"])
+        if (self.perturbation == "objective" and not isinstance(self.C, str)
+                and self.C_ < float(self.C) * (1.0 - 1e-9)):  # public: n, epsilon, the shape
+            warnings.warn(
+                f"{type(self).__name__}: C={self.C!r} is above what objective perturbation "
+                f"allows at n={n} and epsilon={eps:g}: its Jacobian term needs that much "
+                f"regularisation (Iyengar et al. 2019), so C_={self.C_:.3g} was used and any "
+                "larger C gives the same model. Search C below it, or use C='auto'.",
+                UserWarning, stacklevel=3)
         self.data_norm_ = data_norm
         self.noise_spec_ = specs if len(specs) > 1 else specs[0]
         self.privacy_info_ = info
