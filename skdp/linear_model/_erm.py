@@ -789,7 +789,8 @@ def auto_regularization(perturbation, curvature, n, K, p, R, eps, delta, mechani
     best = None
     for frac in np.linspace(0.02, 0.8, 40):  # eps_J / eps_1
         eps_j = frac * eps1
-        lam = beta / (n * np.expm1(eps_j / K))
+        with np.errstate(over="ignore"):  # a huge public epsilon: lam = 0 (then the floor)
+            lam = beta / (n * np.expm1(eps_j / K))
         v = _unit_noise_energy((K, p), eps1 - eps_j, delta1, name)
         lam = max(lam, np.sqrt(v) * sens / r)  # more regularisation only lowers eps_J
         eps_j = K * np.log1p(beta / (n * lam))
