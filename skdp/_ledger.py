@@ -270,6 +270,12 @@ def _exceeded_message(ledger, budget, records):
                 "use a new ledger with composition='basic' (the choice must be made before the "
                 "first fit)."
             )
+    if ledger.delta == 0 and budget.delta > 0:
+        msg += (
+            f" This ledger has delta=0 (pure epsilon-DP) and the fit spends delta="
+            f"{budget.delta:.3g}: the classifiers, PrivatePCA and the Gaussian scaler default to "
+            "delta=1e-5. Give the ledger a delta (BudgetLedger(epsilon, delta)) or pass delta=0 "
+            "to the estimator (its pure route, where it has one).")
     return msg
 
 

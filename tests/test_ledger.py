@@ -551,3 +551,17 @@ def test_clones_on_one_ledger_never_share_noise_whatever_the_seed(seed):
     free = base.set_params(accountant=None)
     if seed == 7:
         np.testing.assert_array_equal(clone(free).fit(X).mean_, clone(free).fit(X).mean_)
+
+
+def test_refusal_by_a_pure_ledger_says_that_delta_is_the_problem():
+    # review 15: BudgetLedger(1.0) has delta=0 and the classifiers default to delta=1e-5: the
+    # first fit was refused without saying which part of the budget was missing
+    import numpy as np
+
+    from skdp import BudgetExceededError, BudgetLedger, PrivateLogisticRegression
+
+    X = np.random.default_rng(0).uniform(-0.3, 0.3, (100, 3))
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.raises(BudgetExceededError, match="This ledger has delta=0"):
+        PrivateLogisticRegression(data_norm=1.0, classes=[0, 1], epsilon=0.5,
+                                  accountant=BudgetLedger(1.0)).fit(X, y)
