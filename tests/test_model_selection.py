@@ -1831,3 +1831,16 @@ def test_one_hot_encoder_with_public_categories_is_allowed():
                             {"clf__n_components": [2]}, epsilon=1.0, delta=1e-5,
                             strategy="exhaustive", accountant=ledger, **scoring).fit(df)
     assert ledger.spends == []
+
+
+def test_a_pure_run_refusal_names_the_search_strategy():
+    """review 15: a candidate needing delta in a randomised search was refused with the inner
+    estimator's 'give delta > 0', which the search's next error then contradicted."""
+    from skdp import PrivateOLS
+
+    X, y = _data(n=400)
+    scoring = dict(scoring=lambda est, X, y: np.zeros(len(X)), score_bounds=(0.0, 1.0))
+    with pytest.raises(ValueError, match="runs every candidate with delta=0"):
+        PrivateGridSearchCV(PrivateOLS(data_norm=1.0, label_bound=1.0),
+                            {"method": ["ssp", "adassp"]}, epsilon=1.0, **scoring).fit(
+                                X, y.astype(float))

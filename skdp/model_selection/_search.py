@@ -1142,8 +1142,17 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             raise ValueError(f"{n} rows are too few for validation_fraction={self.validation_fraction}.")
         unverified = []
         for cand in candidates:
-            unverified += _check_candidate(self._run_estimator(cand, run), n - n_val, n, d, X, y,
-                                           fit_params)
+            try:
+                unverified += _check_candidate(self._run_estimator(cand, run), n - n_val, n, d,
+                                               X, y, fit_params)
+            except ValueError as exc:  # (a public check's message: no value of the data)
+                if run.delta > 0 or self.strategy == "exhaustive" or "delta" not in str(exc):
+                    raise
+                raise ValueError(
+                    f"{exc} (PrivateGridSearchCV: strategy={self.strategy!r} runs every "
+                    "candidate with delta=0, pure base runs (Liu & Talwar 2019; Papernot & "
+                    "Steinke 2022); for candidates that need delta use strategy='exhaustive' "
+                    "with delta > 0.)") from None
         if self.refit:
             for cand in candidates:
                 unverified += _check_candidate(self._run_estimator(cand, refit_budget), n, n, d,
