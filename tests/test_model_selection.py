@@ -423,7 +423,8 @@ def _tnb_pmf(eta, gamma, k):
     return stats.nbinom(eta, gamma).pmf(k) / (1 - gamma**eta)
 
 
-@pytest.mark.parametrize("eta, gamma", [(0.0, 0.2), (0.5, 0.3), (1.0, 0.25), (2.0, 0.4)])
+@pytest.mark.parametrize("eta, gamma", [(0.0, 0.2), (0.01, 0.3), (0.5, 0.3), (1.0, 0.25), (2.0, 0.4),
+                                        (2.5, 0.35)])
 def test_negative_binomial_runs_law_and_mean(eta, gamma):
     from scipy import stats
 

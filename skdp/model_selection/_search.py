@@ -116,11 +116,14 @@ def negative_binomial_runs(eta, gamma, rng):
     sampler): with ``m = max(1, ceil(eta))``, propose ``k`` failures before
     ``m`` successes of exact Bernoulli(``gamma``) coins (the negative
     binomial ``NB(m, gamma)``, ``P(k) ∝ (1 - gamma)^k prod_{l<k} (l + m) /
-    (l + 1)``), redraw ``k = 0``, and accept with probability ``r_k = prod_{l<k}
+    (l + 1)``), redraw ``k = 0``, and accept with probability ``r_k = prod_{0<l<k}
     (l + eta) / (l + m) <= 1`` (``eta = 0``: ``1 / k``, the log-series ratio),
     itself an exact Bernoulli of a rational (``eta`` and ``gamma`` are
     doubles, hence rationals). The accepted ``k`` has the law above
-    (rejection sampling: target over proposal is proportional to ``r_k``).
+    (rejection sampling: target over proposal is ``prod_{l<k} (l + eta) / (l
+    + m)``, proportional to ``r_k`` since every ``k >= 1`` shares the factor
+    ``eta / m`` of ``l = 0``; leaving it out keeps the expected number of
+    proposals bounded as ``eta`` goes to 0, where it grew like ``1 / eta``).
     """
     if gamma == 1.0:
         return 1
@@ -134,7 +137,7 @@ def negative_binomial_runs(eta, gamma, rng):
             r = Fraction(1, k)
         else:
             r = Fraction(1)
-            for lv in range(k):
+            for lv in range(1, k):  # (l = 0's factor eta / m is common to every k >= 1)
                 r *= (lv + e) / (lv + m)
         if _bernoulli(r, rng):
             return k
@@ -914,8 +917,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     tie-breaker (a data-independent extension of the run). ``K`` is drawn
     from the search's generator by :func:`negative_binomial_runs`; its law
     is public (``eta``, ``gamma``), so the draw itself reveals nothing about
-    the data; numpy's samplers realise it up to floating-point rounding,
-    as for the geometric draw of random stopping.
+    the data; it is sampled exactly, in integer and rational arithmetic, as
+    the geometric draw of random stopping.
 
     **strategy="exhaustive"**: every grid point is run once at
     ``eps_r = epsilon_selection / n_candidates``,
