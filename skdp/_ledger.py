@@ -279,6 +279,51 @@ def _exceeded_message(ledger, budget, records):
     return msg
 
 
+class _Captured(Exception):
+    def __init__(self, budget, curve):
+        super().__init__()
+        self.budget, self.curve = budget, curve
+
+
+class _Capture:
+    """An accountant whose ``spend`` ends the fit with the charge it was given."""
+
+    def spend(self, budget, source="", description="", curve=None):
+        raise _Captured(budget, curve)
+
+
+def _planned_charge(estimator, X, y=None):
+    """``(budget, curve)`` that ``estimator.fit(X, y)`` would charge, from a run of its fit up to
+    the charge on zeros of the structure of ``X`` and ``y`` (no value of them is read)."""
+    from sklearn.base import clone
+    from sklearn.pipeline import Pipeline
+
+    from ._validation import is_sparse_input, public_shape
+    from .base import PrivateEstimatorMixin
+    from .model_selection import PrivateGridSearchCV
+    from .model_selection._search import _dry_inputs, _stand_in
+
+    if isinstance(estimator, Pipeline) or not isinstance(
+            estimator, (PrivateEstimatorMixin, PrivateGridSearchCV)):
+        raise TypeError(
+            "accepts: pass a budget, an skdp estimator or a PrivateGridSearchCV (a Pipeline "
+            "charges once per private step: check each step's fit).")
+    n, d = public_shape(X)
+    if n is None or d is None:
+        raise ValueError("accepts: the structure of X does not tell its shape.")
+    dtype, y_in = _dry_inputs(X, y, n, n)
+    est, capture = clone(estimator), _Capture()
+    # every ledger in it (a search's estimator may name the same ledger) becomes the probe
+    probes = {k: capture for k, v in est.get_params(deep=True).items()
+              if k.endswith("__accountant") and v is not None}
+    est.set_params(**probes, accountant=capture)
+    try:
+        est.fit(_stand_in(n, d, is_sparse_input(X), dtype), y_in)
+    except _Captured as charge:
+        return _as_budget(charge.budget), charge.curve
+    raise RuntimeError("accepts: the fit made no charge.")
+
+
 class _LedgerMixin:
     """Reporting shared by both ledgers (needs ``_epsilon``, ``_delta``, ``spends``).
 
@@ -341,6 +386,37 @@ class _LedgerMixin:
     def spent_basic(self):
         """``(sum eps_i, sum delta_i)`` of the recorded spends (basic composition)."""
         return self.total("basic")
+
+    def accepts(self, fit, X=None, y=None):
+        """Whether the ledger would accept ``fit`` now; nothing is spent, no value is read.
+
+        :attr:`remaining` does not tell it under the filter (a Gaussian fit may
+        be accepted when it shows little epsilon left, another refused when it
+        shows some); this applies the ledger's own rule to the charge the fit
+        would make.
+
+        Parameters
+        ----------
+        fit : PrivacyBudget, (epsilon, delta), or an unfitted private estimator
+            A budget is checked as a spend without a Gaussian curve. A private
+            estimator (an skdp estimator or
+            :class:`~skdp.model_selection.PrivateGridSearchCV`) is run up to
+            its charge on zeros of the structure of ``X`` and ``y`` (their
+            shapes, format and dtype; never their values), and that charge, with
+            the Gaussian curve the filter composes, is checked. A Pipeline
+            charges once per private step: check the steps.
+        X, y : array-like
+            What the estimator would be fitted on (its structure only).
+
+        Returns
+        -------
+        bool
+        """
+        if isinstance(fit, (PrivacyBudget, tuple, list)):
+            budget, curve = _as_budget(fit), None
+        else:
+            budget, curve = _planned_charge(fit, X, y)
+        return self._would_accept(budget, _as_curve(curve))
 
     @property
     def remaining(self):
@@ -534,6 +610,11 @@ class BudgetLedger(_LedgerMixin):
             self._state = state if self.composition == "filter" else None
             self._records.append(record)
             return record
+
+    def _would_accept(self, budget, curve):
+        with self._lock:
+            return _accepts(self.composition, self._records, budget, curve, self.epsilon,
+                            self.delta, self._state) is not None
 
     @property
     def spends(self):
@@ -853,6 +934,12 @@ class SQLiteLedger(_LedgerMixin):
                                  when, pid, int(cur.lastrowid), mu, tv)
             self._before_commit(conn, record)
         return record
+
+    def _would_accept(self, budget, curve):
+        with self._transaction() as conn:
+            total_eps, total_delta = self._checked_budget(conn)
+            return _accepts(self._composition, self._records(conn), budget, curve, total_eps,
+                            total_delta) is not None
 
     @property
     def spends(self):

@@ -565,3 +565,40 @@ def test_refusal_by_a_pure_ledger_says_that_delta_is_the_problem():
     with pytest.raises(BudgetExceededError, match="This ledger has delta=0"):
         PrivateLogisticRegression(data_norm=1.0, classes=[0, 1], epsilon=0.5,
                                   accountant=BudgetLedger(1.0)).fit(X, y)
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_accepts_predicts_the_ledgers_decision_without_spending(kind, tmp_path):
+    # review 15: under the filter `remaining` does not tell whether a fit is accepted (after a
+    # PCA at epsilon 0.5 it showed 0.5 left, yet the classifier at 0.5 was refused)
+    import numpy as np
+
+    from skdp import (BudgetExceededError, BudgetLedger, PrivatePCA, PrivateLogisticRegression,
+                      SQLiteLedger)
+    from skdp.model_selection import PrivateGridSearchCV
+
+    X = np.random.default_rng(0).uniform(-0.3, 0.3, (1000, 5))
+    y = (X[:, 0] > 0).astype(int)
+    Xnan = X.copy()
+    Xnan[0, 0] = np.nan  # no value is read: the answer is the same
+    ledger = (BudgetLedger(1.0, 1e-5) if kind == "memory"
+              else SQLiteLedger(str(tmp_path / "l.sqlite"), 1.0, 1e-5))
+    pca = PrivatePCA(epsilon=0.5, data_norm=1.0, n_components=2, accountant=ledger)
+    lr = PrivateLogisticRegression(epsilon=0.5, data_norm=1.0, classes=[0, 1], accountant=ledger)
+    search = PrivateGridSearchCV(lr, {"C": [0.1, 1.0]}, epsilon=0.5, accountant=ledger)
+    assert ledger.accepts(pca, X) and ledger.accepts(lr, Xnan, y) and ledger.accepts(search, X, y)
+    assert ledger.accepts((0.5, 1e-5)) and not ledger.accepts((2.0, 0.0))
+    assert ledger.spends == []
+    pca.fit(X)
+    predicted = ledger.accepts(lr, X, y)
+    try:
+        lr.fit(X, y)
+        accepted = True
+    except BudgetExceededError:
+        accepted = False
+    assert predicted == accepted
+    # the search charges its total, pure here, without a Gaussian curve
+    assert ledger.accepts(search, X, y) == ledger.accepts((0.5, 0.0))
+    with pytest.raises(TypeError, match="Pipeline"):
+        from sklearn.pipeline import make_pipeline
+        ledger.accepts(make_pipeline(pca), X)
