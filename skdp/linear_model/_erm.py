@@ -1539,7 +1539,7 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
                 f"allows at n={n} and epsilon={eps:g}: its Jacobian term needs that much "
                 f"regularisation (Iyengar et al. 2019), so C_={self.C_:.3g} was used and any "
                 "larger C gives the same model. Search C below it, or use C='auto'.",
-                UserWarning, stacklevel=3)
+                UserWarning, stacklevel=4)
         self.data_norm_ = data_norm
         self.noise_spec_ = specs if len(specs) > 1 else specs[0]
         self.privacy_info_ = info
