@@ -537,13 +537,13 @@ class _StopAtCharge:
 #: held while the search changes the process-wide warnings filters (the dry runs, the runs of
 #: the randomised strategies), so that two searches in threads do not restore each other's
 _WARNINGS_LOCK = threading.RLock()
-#: randomised searches in their run loop: while nonzero, every warning is dropped at the point
+#: searches in their run loop: while nonzero, every warning is dropped at the point
 #: where Python shows it (:func:`_withheld_warnings`)
 _WITHHOLDING = [0]
 
 
 def _install_warning_gate():
-    """Wrap ``warnings._showwarnmsg`` (once) so that it drops every warning while a randomised
+    """Wrap ``warnings._showwarnmsg`` (once) so that it drops every warning while a
     search runs. The filters alone are not enough: any other thread's ``catch_warnings()`` (every
     scikit-learn ``check_array`` enters one) restores the process-wide filter list on exit,
     dropping the search's "ignore" mid-loop. ``_showwarnmsg``, through which Python and C code
@@ -1160,10 +1160,17 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             for cand in candidates:
                 unverified += _check_candidate(self._run_estimator(cand, refit_budget), n, n, d,
                                                X, y, fit_params)
-        if self.strategy != "exhaustive":  # (the exhaustive runs' own warnings pass through)
-            for message in dict.fromkeys(unverified):
-                warnings.warn(f"PrivateGridSearchCV: some candidates are not verified: {message}",
-                              PrivacyGuaranteeWarning, stacklevel=3)
+        for message in dict.fromkeys(unverified):  # (the runs' own warnings are withheld)
+            warnings.warn(f"PrivateGridSearchCV: some candidates are not verified: {message}",
+                          PrivacyGuaranteeWarning, stacklevel=3)
+        if 0 < float(self.delta) and float(self.delta) * n >= 1:
+            from ..exceptions import LargeDeltaWarning
+
+            warnings.warn(
+                f"PrivateGridSearchCV: delta={float(self.delta):g} is at least 1/n for the n={n} "
+                "records of the search: (epsilon, delta)-DP then allows publishing some record "
+                "outright. Choose delta well below 1/n (for example 1/n^2).", LargeDeltaWarning,
+                stacklevel=3)
         law = self._stopping_law(len(candidates))
         total = PrivacyBudget(float(self.epsilon), float(self.delta))
         # Laplace mechanism on the mean score (public inputs: calibrated before the charge):
@@ -1212,10 +1219,12 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.score_noise_ = score_noise
         noise_rng = np.random.default_rng(noise_seq)
         best, scores = None, []
-        # the number of runs is not releasable under the randomised strategies (see Notes): only the
-        # exhaustive strategy publishes its scores, and nothing else about the runs is kept, not
-        # even their warnings (one per run would count them)
-        with _withheld_warnings(self.strategy != "exhaustive"):
+        # the number of runs is not releasable under the randomised strategies (see Notes), and
+        # an allowed non-private step may warn on private values (an encoder with drop meeting
+        # an unknown category, a function making a NaN): the runs' and the refit's warnings are
+        # withheld in every strategy; the ones that public settings decide were shown before
+        # the charge
+        with _withheld_warnings():
             for j, seq in zip(picks, run_seq.spawn(len(picks))):
                 est = self._run_estimator(candidates[j], run)
                 _fit_run(est, seq, X_tr, y_tr, params_tr)
@@ -1224,12 +1233,12 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                 if best is None or s > best[0]:
                     best = (s, int(j), est)
 
-        self.best_score_, best_j, model = best
-        self.best_index_ = best_j
-        self.best_params_ = dict(candidates[best_j])
-        if self.refit:
-            model = self._run_estimator(self.best_params_, refit_budget)
-            _fit_run(model, refit_seq, X, y, fit_params)
+            self.best_score_, best_j, model = best
+            self.best_index_ = best_j
+            self.best_params_ = dict(candidates[best_j])
+            if self.refit:
+                model = self._run_estimator(self.best_params_, refit_budget)
+                _fit_run(model, refit_seq, X, y, fit_params)
         self.best_estimator_ = model
         if self.strategy == "exhaustive":
             scores = np.asarray(scores)
