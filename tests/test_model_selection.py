@@ -1867,3 +1867,35 @@ def test_a_pure_run_refusal_names_the_search_strategy():
         PrivateGridSearchCV(PrivateOLS(data_norm=1.0, label_bound=1.0),
                             {"method": ["ssp", "adassp"]}, epsilon=1.0, **scoring).fit(
                                 X, y.astype(float))
+
+
+def test_column_transformer_format_check_and_widths_through_a_feature_union():
+    """review 16: a ColumnTransformer inside a FeatureUnion skipped the sparse_threshold check,
+    and a FeatureUnion's output width was unknown (a public error came after the charge)."""
+    import pandas as pd
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import FeatureUnion, Pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    from skdp import PrivatePCA
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.uniform(0.1, 0.5, 300), "c": rng.choice(["x", "y"], 300)})
+    score = dict(scoring=lambda est, X, y: np.zeros(len(X)), score_bounds=(0.0, 1.0))
+    ct = ColumnTransformer([("cat", OneHotEncoder(categories=[["x", "y"]],
+                                                  handle_unknown="ignore"), ["c"]),
+                            ("num", "passthrough", ["a"])])
+    ledger = BudgetLedger(10.0, 1e-3)
+    with pytest.raises(ValueError, match="sparse_threshold"):
+        PrivateGridSearchCV(Pipeline([("u", FeatureUnion([("ct", ct)])),
+                                      ("p", PrivatePCA(data_norm=1.5))]),
+                            {"p__n_components": [1]}, epsilon=1.0, delta=1e-6,
+                            strategy="exhaustive", accountant=ledger, **score).fit(df)
+    X = rng.uniform(-0.5, 0.5, (300, 3))
+    with pytest.raises(ValueError, match="n_components=7"):
+        PrivateGridSearchCV(Pipeline([("u", FeatureUnion([("n", Normalizer()),
+                                                          ("m", Normalizer())])),
+                                      ("p", PrivatePCA(data_norm=2.0))]),
+                            {"p__n_components": [2, 7]}, epsilon=1.0, delta=1e-6,
+                            strategy="exhaustive", accountant=ledger, **score).fit(X)
+    assert ledger.spends == []

@@ -311,6 +311,13 @@ def _output_structure(step, width, sparse, X=None):
         return _frozen_output(step.estimator, width, sparse)
     if isinstance(step, ColumnTransformer):
         return _column_transformer_output(step, width, sparse, X)
+    if isinstance(step, FeatureUnion):  # every part reads the input; stacked side by side,
+        outs = [_output_structure(part, width, sparse, X)  # sparse if any part is
+                for _, part in step.transformer_list if not (isinstance(part, str) and part == "drop")]
+        widths, formats = [w for w, _ in outs], [f for _, f in outs]
+        width_out = None if any(w is None for w in widths) else int(sum(widths))
+        sparse_out = True if any(formats) else (None if None in formats else False)
+        return width_out, sparse_out
     if isinstance(step, Pipeline):
         for i, (_, part) in enumerate(step.steps):
             width, sparse = _output_structure(part, width, sparse, X if i == 0 else None)
@@ -442,6 +449,7 @@ def _leaf_inputs(est, width, sparse=False, X=None, prefix=""):
         for name, part in est.transformer_list:
             yield from _leaf_inputs(part, width, sparse, X, f"{prefix}{name}__")
     elif isinstance(est, ColumnTransformer):
+        _column_transformer_output(est, width, sparse, X)  # (its format check, wherever it sits)
         used = set()
         for name, part, cols in est.transformers:
             sel = _selected_columns(cols, width, X)
