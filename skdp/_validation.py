@@ -37,10 +37,10 @@ def _is_real_scalar(x):
 
 #: largest norm bound (``data_norm``, ``label_bound``, ``clip_norm``; given or inferred) that
 #: is accepted: its fourth power and the products of the calibrations stay finite in float64
-MAX_PUBLIC_BOUND = 2.0**200
+MAX_PUBLIC_BOUND = 2.0**128
 #: smallest such bound accepted: below it the squares of the statistics' entries (gradient
 #: norms, Gram entries) can underflow, which the floating-point error bounds do not cover
-MIN_PUBLIC_BOUND = 2.0**-200
+MIN_PUBLIC_BOUND = 2.0**-128
 
 
 def check_positive_finite(value, name, allow_zero=False):

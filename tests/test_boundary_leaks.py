@@ -965,7 +965,7 @@ def test_a_zero_row_raises_no_numeric_warning(i, sparse):
     X[7] = 0.0
     if sparse:
         X = sp.csr_matrix(X)
-    for B in (7.0, 1e50):
+    for B in (7.0, 1e30):
         est = _zero_row_makers()[i](B)
         with warnings.catch_warnings():
             warnings.simplefilter("error", RuntimeWarning)
@@ -973,7 +973,7 @@ def test_a_zero_row_raises_no_numeric_warning(i, sparse):
             est.fit(X, y)
 
 
-@pytest.mark.parametrize("bound, match", [(1e160, "above 1.61e"), (2.0**-536, "below 6.22e")])
+@pytest.mark.parametrize("bound, match", [(1e160, "above 3.4e"), (2.0**-536, "below 2.94e")])
 @pytest.mark.parametrize("i", range(7))  # (the row-norm scaler's range is not raised to powers)
 def test_a_bound_beyond_float64_powers_is_refused_before_the_charge(i, bound, match):
     # data_norm = 1e160 overflowed R**2 in the calibrations: an OverflowError with errno text;

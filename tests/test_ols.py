@@ -865,3 +865,23 @@ def test_auto_is_not_catastrophic_when_the_bounds_differ_in_scale():
         mse.append(np.mean((reg.predict(X) - y) ** 2))
     # the mean predictor's MSE is var(y) = 5930; before: auto -> ssp at 1e6 and above
     assert np.mean(mse) < 2 * np.var(y)
+
+
+def test_label_scaling_clips_first_and_inferred_label_bounds_stay_in_range():
+    # review 16: y * (data_norm / label_bound) overflowed for a huge label (a RuntimeWarning
+    # only on such data; inf on dask workers, then a refusal after the charge), and an inferred
+    # label_bound of 1e-322 made the scale overflow
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(500, 3)) / 2
+    y = X @ [1.0, -1.0, 0.5]
+    y_huge = y.copy()
+    y_huge[0] = 1e308
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for method in ("ssp", "adassp", "sketch"):
+            PrivateOLS(method=method, data_norm=4.0, label_bound=1.0, delta=1e-6,
+                       random_state=0).fit(X, y_huge)
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        reg = PrivateOLS(method="ssp", data_norm=1.0, delta=1e-6, random_state=0).fit(
+            X, np.full(500, 1e-322))
+    assert reg.label_bound_ >= 2.0**-128 and np.all(np.isfinite(reg.coef_))

@@ -21,6 +21,8 @@ from .._stats import (UNIT_ROUNDOFF, AugmentedRows, check_unit_sample_weight,
                       gram_rounding_bound, materialize)
 from .._filter import release_curve
 from .._validation import (
+    MAX_PUBLIC_BOUND,
+    MIN_PUBLIC_BOUND,
     is_sparse_input,
     check_data_norm,
     check_epsilon_delta,
@@ -961,11 +963,12 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         if self.label_bound is None:
             lb = float(np.max(np.abs(y))) if y.size else 0.0
             _leak_warning(self, "label_bound", "label_bound_")
-            if not np.isfinite(lb) or lb > np.sqrt(np.finfo(np.float64).max):
+            if not np.isfinite(lb) or lb > MAX_PUBLIC_BOUND:
                 raise ValueError(
-                    "label_bound was not given and |y| is too large to infer it in float64. "
-                    "Pass label_bound as a public bound.")
-            lb = lb if lb > 0 else 1.0
+                    "label_bound was not given and |y| is too large to infer it in float64 (the "
+                    "calibrations raise it to powers, which overflow). Pass label_bound as a "
+                    "public bound.")
+            lb = max(lb, MIN_PUBLIC_BOUND) if lb > 0 else 1.0  # (a larger bound is a bound)
         else:
             lb = check_positive_finite(self.label_bound, "label_bound")
         # labels beyond the public bound are clipped, never trusted nor reported
@@ -976,7 +979,7 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         y_scale, lb_fit = 1.0, lb
         if method in _BALANCED and data_norm != lb:
             y_scale, lb_fit = data_norm / lb, data_norm
-            y = y * y_scale
+            y = y.clip(-lb, lb) * y_scale  # clipped first: a huge label cannot overflow
         # the rows z_i = sqrt(w_i) (clip(x_i), c, clip(y_i)), clipped chunk by chunk (no copy of X)
         Z = AugmentedRows(X, data_norm, y=y, label_bound=lb_fit,
                           intercept=c if self.fit_intercept else None, sample_weight=sample_weight)
