@@ -1899,3 +1899,26 @@ def test_column_transformer_format_check_and_widths_through_a_feature_union():
                             {"p__n_components": [2, 7]}, epsilon=1.0, delta=1e-6,
                             strategy="exhaustive", accountant=ledger, **score).fit(X)
     assert ledger.spends == []
+
+
+def test_a_callable_column_selector_is_refused_but_make_column_selector_is_allowed():
+    """review 16: a callable selector reads the data, and the released model's shape followed
+    it (components_ (1, 3) on D, (1, 2) on a neighbour)."""
+    import pandas as pd
+    from sklearn.compose import ColumnTransformer, make_column_selector
+    from sklearn.pipeline import Pipeline
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame(rng.uniform(-0.3, 0.3, (300, 3)), columns=["a", "b", "c"])
+    y = (df["a"] > 0).astype(int).to_numpy()
+    clf = PrivateLogisticRegression(data_norm=1.0, classes=[0, 1])
+
+    def pipe(cols):
+        return Pipeline([("ct", ColumnTransformer([("num", "passthrough", cols)])),
+                         ("clf", clf)])
+
+    with pytest.raises(TypeError, match="callable"):
+        PrivateGridSearchCV(pipe(lambda X: [c for c in X.columns if X[c].max() > 0.29]),
+                            {"clf__C": [0.1]}, epsilon=1.0).fit(df, y)
+    PrivateGridSearchCV(pipe(make_column_selector(dtype_include="number")), {"clf__C": [0.1]},
+                        epsilon=1.0).fit(df, y)

@@ -191,6 +191,17 @@ def _check_steps(est):
                 "fitted steps on disk, with the generator that drew their noise (rewinding it "
                 "recovers the statistic) and one entry per run (their number is private in "
                 "the randomised strategies). Set memory=None.")
+        if isinstance(obj, ColumnTransformer):
+            from sklearn.compose import make_column_selector
+
+            for _, _, cols in obj.transformers:
+                if callable(cols) and not isinstance(cols, make_column_selector):
+                    raise TypeError(
+                        "PrivateGridSearchCV: a ColumnTransformer selects columns with a "
+                        "callable, which reads the data to choose them: the choice (and the "
+                        "released model's shape) could depend on the private values. Select by "
+                        "names, positions or make_column_selector (which reads the column "
+                        "names and dtypes only).")
         if params.get("verbose"):
             raise TypeError(
                 f"PrivateGridSearchCV: a {type(obj).__name__} with verbose set prints a line per "
