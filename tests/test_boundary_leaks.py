@@ -1063,3 +1063,22 @@ def test_value_errors_after_the_charge_say_the_budget_counts_as_spent():
     with pytest.raises(ValueError, match="NaN") as info:  # predict/transform spend nothing
         pca.transform(Xn)
     assert "spent" not in str(info.value)
+
+
+def test_huge_finite_rows_raise_no_warning_in_the_gradient_route_and_row_norm_scaling():
+    # review 16: the gradient route's row norms computed inf * 0 for a finite row whose norm
+    # overflows (clip_norm below the bound), and PrivateRowNormScaler.transform divided a huge
+    # norm by norm_ < 1: RuntimeWarnings only on such data
+    from skdp.preprocessing import PrivateRowNormScaler
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (200, 4)) / 2
+    y = (X[:, 0] > 0).astype(int)
+    X[0] = -1.7e308
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        PrivateLogisticRegression(perturbation="gradient", data_norm=1.0, clip_norm=0.5,
+                                  classes=[0, 1], delta=1e-6, random_state=0).fit(X, y)
+        sc = PrivateRowNormScaler(norm_range=(0.01, 0.5), random_state=0).fit(X[1:])
+        out = sc.transform(X)
+    assert np.all(np.isfinite(out)) and np.linalg.norm(out, axis=1).max() <= 1 + 1e-12

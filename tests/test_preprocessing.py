@@ -315,7 +315,8 @@ def test_sparse_input_with_mean_false_matches_dense_without_densifying(fmt):
     np.testing.assert_allclose(a.var_, b.var_, rtol=1e-12)
     out = a.transform(Xs)
     assert sparse.issparse(out)
-    np.testing.assert_allclose(out.toarray(), dense / a.scale_)
+    # transform clips to the public bounds too (review 16), stored values only
+    np.testing.assert_allclose(out.toarray(), np.clip(dense, -1.0, 8.0) / a.scale_)
     assert sparse.issparse(a.inverse_transform(out))
     # implicit zeros are clipped like values when 0 lies outside the bounds
     shifted = ([1.0] * 6, [8.0] * 6)
@@ -565,3 +566,18 @@ def test_scaler_that_releases_nothing_reads_no_value():
                                    accountant=ledger).fit(data)
         assert ledger.spends == [] and sc.n_features_in_ == 3 and sc.n_samples_seen_ == 50
         assert sc.mean_ is None and sc.scale_ is None
+
+
+
+def test_transform_clips_to_the_bounds_so_a_huge_value_stays_finite():
+    # review 16: transform turned a finite 1.5e308 into inf, which the next private step of a
+    # pipeline refused after its charge
+    X = np.random.default_rng(0).uniform(-1, 1, (100, 2))
+    sc = PrivateStandardScaler(bounds=(-1.0, 1.0), random_state=0).fit(X)
+    Xh = X.copy()
+    Xh[0, 0] = 1.5e308
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        out = sc.transform(Xh)
+    assert np.all(np.isfinite(out))
+    np.testing.assert_allclose(out[0, 0], (1.0 - sc.mean_[0]) / sc.scale_[0])

@@ -192,7 +192,8 @@ class RowOperator:
         """``||u_i||`` (float64), from the norms of ``X`` computed once."""
         nx = row_norms_any(self.X)
         if self.a is not None:
-            nx = nx * self.a
+            with np.errstate(invalid="ignore", over="ignore"):  # a row whose norm overflows has
+                nx = nx * self.a  # factor 0 (inf * 0 = NaN): zeroed next, without a warning
             self._zero_rows(nx[:, None], 0, self.n)
         return nx if self.s is None else np.hypot(nx, self.s)
 

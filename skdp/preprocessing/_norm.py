@@ -346,8 +346,8 @@ class PrivateRowNormScaler(OneToOneFeatureMixin, TransformerMixin, PrivateEstima
         check_is_fitted(self)
         X = validate_private_data(self, X, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES,
                                   reset=False)
-        norms = row_norms_any(X) / self.norm_
-        factor = (1.0 / self.norm_) * np.minimum(1.0, 1.0 / np.maximum(norms, np.finfo(float).tiny))
+        # (1 / norm_) min(1, norm_ / ||x||) = 1 / max(norm_, ||x||): no overflow for huge rows
+        factor = 1.0 / np.maximum(row_norms_any(X), self.norm_)
         factor = factor.astype(X.dtype, copy=False)
         if sparse.issparse(X):
             return sparse.diags(factor) @ X if X.format == "csr" else (sparse.diags(factor) @ X).tocsc()

@@ -564,7 +564,12 @@ class PrivateStandardScaler(PrivateEstimatorMixin, OneToOneFeatureMixin, Transfo
 
     # ------------------------------------------------------------------
     def transform(self, X):
-        """Standardise X with the private ``mean_`` and ``scale_`` (no clipping).
+        """Standardise X with the private ``mean_`` and ``scale_``, after clipping it to ``bounds_``.
+
+        Values beyond the public bounds are clipped, as in ``fit`` (never
+        trusted: a finite 1.5e308 would otherwise become inf, which the next
+        private step of a pipeline refuses after its charge); sparse input has
+        its stored values clipped (implicit zeros stay 0).
 
         Parameters
         ----------
@@ -577,6 +582,11 @@ class PrivateStandardScaler(PrivateEstimatorMixin, OneToOneFeatureMixin, Transfo
         check_is_fitted(self)
         X = validate_private_data(self, X, reset=False, accept_sparse="csr", copy=True,
                                   dtype=FLOAT_DTYPES)
+        lower, upper = self.bounds_
+        if sparse.issparse(X):
+            X.data = np.clip(X.data, lower[X.indices], upper[X.indices]).astype(X.dtype, copy=False)
+        else:
+            np.clip(X, lower.astype(X.dtype), upper.astype(X.dtype), out=X)
         if sparse.issparse(X):
             if self.with_mean:
                 raise ValueError(
