@@ -1922,3 +1922,34 @@ def test_a_callable_column_selector_is_refused_but_make_column_selector_is_allow
                             {"clf__C": [0.1]}, epsilon=1.0).fit(df, y)
     PrivateGridSearchCV(pipe(make_column_selector(dtype_include="number")), {"clf__C": [0.1]},
                         epsilon=1.0).fit(df, y)
+
+
+def test_frozen_output_format_and_encoder_settings_are_checked_before_the_charge():
+    """review 16: a frozen KBinsDiscretizer(encode='onehot') outputs CSR, guessed dense, so a
+    centring scaler after it raised after the charge; an allowed OneHotEncoder's own refusals
+    (unsorted numeric categories, a drop value not listed) came after the charge too."""
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import KBinsDiscretizer, OneHotEncoder
+
+    from skdp.preprocessing import PrivateStandardScaler
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (300, 1))
+    y = (X[:, 0] > 0).astype(int)
+    kb = FrozenEstimator(KBinsDiscretizer(n_bins=3, encode="onehot").fit(
+        np.linspace(-1, 1, 30)[:, None]))
+    clf = PrivateLogisticRegression(data_norm=1.0, classes=[0, 1])
+    ledger = BudgetLedger(10.0, 1e-3)
+    with pytest.raises(ValueError, match="Cannot center sparse"):
+        PrivateGridSearchCV(Pipeline([("kb", kb), ("sc", PrivateStandardScaler(bounds=(0, 1))),
+                                      ("clf", clf)]), {"clf__C": [0.1]}, epsilon=1.0,
+                            accountant=ledger).fit(X, y)
+    for enc, match in [(OneHotEncoder(categories=[[3.0, 1.0, 2.0]], handle_unknown="ignore"),
+                        "Unsorted"),
+                       (OneHotEncoder(categories=[[1.0, 2.0]], drop=[4.0],
+                                      handle_unknown="ignore"), "supposed to be dropped")]:
+        with pytest.raises(ValueError, match=match):
+            PrivateGridSearchCV(Pipeline([("enc", enc), ("clf", clf)]), {"clf__C": [0.1]},
+                                epsilon=1.0, accountant=ledger).fit(X, y)
+    assert ledger.spends == []

@@ -337,9 +337,21 @@ def _output_structure(step, width, sparse, X=None):
 
 
 def _frozen_output(inner, width, sparse):
-    """``(width, sparse)`` of a frozen (public) transformer: its output columns from its
-    fitted feature names where its input width matches, its format from its ``sparse_output``
-    setting (encoders) or else the input's (``None`` where neither tells)."""
+    """``(width, sparse)`` of a frozen (public) transformer: from its ``transform`` of two rows
+    of zeros of the input's structure (never the data) where that works; else its output
+    columns from its fitted feature names and its format from its ``sparse_output`` setting
+    (``None`` where neither tells)."""
+    if width is not None and hasattr(inner, "transform"):
+        Xs = _stand_in(2, width, bool(sparse))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out = inner.transform(Xs if sparse else np.zeros((2, width)))
+            shape = getattr(out, "shape", None)
+            if shape is not None and len(shape) == 2:
+                return int(shape[1]), bool(sp.issparse(out))
+        except Exception:  # (zeros may be refused, e.g. as unknown categories)
+            pass
     out_width = None
     if width is not None and getattr(inner, "n_features_in_", None) == width:
         try:
@@ -347,7 +359,7 @@ def _frozen_output(inner, width, sparse):
         except Exception:  # (no feature names for it: unknown)
             out_width = None
     flag = getattr(inner, "sparse_output", None)
-    return out_width, (bool(flag) if isinstance(flag, (bool, np.bool_)) else sparse)
+    return out_width, (bool(flag) if isinstance(flag, (bool, np.bool_)) else None)
 
 
 def _column_transformer_output(ct, width, sparse, X):
@@ -491,6 +503,13 @@ def _check_stateless_step(step, Xs):
         if Xs.shape[1] != len(step.categories):
             raise ValueError(f"OneHotEncoder has categories for {len(step.categories)} features, "
                              f"but its input has {Xs.shape[1]} columns.")
+        # its own refusals of its settings (unsorted numeric categories, a drop value not
+        # among them): its fit on a public table that lists the given categories
+        cats = [list(c) for c in step.categories]
+        m = max([len(c) for c in cats] + [1])
+        cols = [[c[i % len(c)] for i in range(m)] if c else [0] * m for c in cats]
+        numeric = all(isinstance(v, numbers.Real) for col in cols for v in col)
+        clone(step).fit(np.array(cols, dtype=float if numeric else object).T)
         return
     if isinstance(step, (FunctionTransformer, Normalizer)):
         clone(step).set_params(**({"func": None, "inverse_func": None}
