@@ -301,19 +301,6 @@ class PrivateEstimatorMixin:
                 f"{type(self).__name__} needs at least {self._min_samples} samples; got "
                 f"n_samples={n_samples}."
             )
-        delta = getattr(self, "delta", None)
-        if (n_samples and isinstance(delta, Real) and not isinstance(delta, bool)
-                and 0 < delta < 1 and delta * n_samples >= 1):
-            import warnings
-
-            from .exceptions import LargeDeltaWarning
-
-            warnings.warn(
-                f"{type(self).__name__}: delta={delta:g} is at least 1/n for the n={n_samples} "
-                "records of this fit: (epsilon, delta)-DP then allows publishing some record "
-                "outright. The fit is (epsilon, delta)-DP as stated, but the guarantee is weak; "
-                "choose delta well below 1/n (for example 1/n^2).", LargeDeltaWarning,
-                stacklevel=4)
         for name in ("data_norm", "label_bound", "clip_norm"):
             value = getattr(self, name, None)
             if isinstance(value, Real) and not isinstance(value, bool) and value > MAX_PUBLIC_BOUND:
@@ -331,6 +318,23 @@ class PrivateEstimatorMixin:
                 )
 
     _min_samples = 1
+
+    def _warn_large_delta(self, n_samples, budget=None):
+        """:class:`~skdp.LargeDeltaWarning` when the fit's delta (its budget's: a route may
+        spend none) is at least ``1 / n`` (public)."""
+        delta = budget.delta if budget is not None else getattr(self, "delta", None)
+        if (n_samples and isinstance(delta, Real) and not isinstance(delta, bool)
+                and 0 < delta < 1 and delta * n_samples >= 1):
+            import warnings
+
+            from .exceptions import LargeDeltaWarning
+
+            warnings.warn(
+                f"{type(self).__name__}: delta={delta:g} is at least 1/n for the n={n_samples} "
+                "records of this fit: (epsilon, delta)-DP then allows publishing some record "
+                "outright. The fit is (epsilon, delta)-DP as stated, but the guarantee is weak; "
+                "choose delta well below 1/n (for example 1/n^2).", LargeDeltaWarning,
+                stacklevel=5)
 
     def _public_shape(self, X, y=None, *, requires_y=False):
         """``(n_samples, n_features)`` of X from its structure, after the structural errors.
@@ -393,6 +397,7 @@ class PrivateEstimatorMixin:
             The only source of this fit's noise.
         """
         self._check_public(n_samples, n_features)
+        self._warn_large_delta(n_samples, budget)
         if callable(curve):
             curve = curve()
         budget, record = self._charge_budget(budget, curve=curve)
