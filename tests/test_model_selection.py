@@ -1777,6 +1777,8 @@ def test_search_cost_refuses_halving_searches_and_bootstrap_splits():
     from sklearn.experimental import enable_halving_search_cv  # noqa: F401
     from sklearn.model_selection import HalvingGridSearchCV
 
+    from skdp import PrivateOLS
+
     X, y = _data(n=400)
     est = PrivateLogisticRegression(epsilon=0.1, delta=1e-6, data_norm=1.0, classes=[0, 1])
     with pytest.raises(TypeError, match="HalvingGridSearchCV"):
@@ -1786,6 +1788,23 @@ def test_search_cost_refuses_halving_searches_and_bootstrap_splits():
         search_cost(GridSearchCV(est, {"C": [0.1, 1.0]}, cv=boot), X, y)
     ok = [(np.arange(0, 300), np.arange(300, 400))]
     assert search_cost(GridSearchCV(est, {"C": [0.1, 1.0]}, cv=ok), X, y).epsilon == pytest.approx(0.3)
+
+    class BootstrapCV:  # review 16: a splitter object yielding the same bootstrap
+        def get_n_splits(self, X=None, y=None, groups=None):
+            return 1
+
+        def split(self, X, y=None, groups=None):
+            yield from boot
+
+    with pytest.raises(ValueError, match="repeats training rows"):
+        search_cost(GridSearchCV(est, {"C": [0.1, 1.0]}, cv=BootstrapCV()), X, y)
+    mask = np.zeros(400, bool)  # boolean masks, which GridSearchCV accepts
+    mask[:300] = True
+    assert search_cost(GridSearchCV(est, {"C": [0.1, 1.0]}, cv=[(mask, ~mask)]),
+                       X, y).epsilon == pytest.approx(0.3)
+    ols = PrivateOLS(epsilon=0.1, delta=None, data_norm=1.0, label_bound=1.0)
+    assert search_cost(GridSearchCV(ols, {"method": ["ssp"]}, cv=[(mask, ~mask)], refit=False),
+                       X, y.astype(float)).delta == pytest.approx(1 / 300**2)
 
 
 def test_width_after_a_function_transformer_is_known_before_the_charge():

@@ -283,14 +283,21 @@ def search_cost(search, X, y=None, groups=None):
         raise TypeError(f"cannot price a {type(search).__name__}: not a parameter search.")
     cv = check_cv(search.cv, y, classifier=is_classifier(estimator))
     n_splits = cv.get_n_splits(X, y, groups)
-    if isinstance(cv, _CVIterableWrapper):  # explicit splits: a repeated row is one record
-        for train, _ in cv.split(np.empty((n, 0))):  # fitted several times in one fit
+    # scikit-learn's splitters never repeat a training row; explicit splits and other
+    # splitters may (a bootstrap): a record that appears k times in one fit moves its
+    # statistic k times as far as the calibration assumes
+    if isinstance(cv, _CVIterableWrapper) or not type(cv).__module__.startswith(
+            "sklearn.model_selection"):
+        for train, _ in cv.split(X, y, groups):
+            train = np.asarray(train)
+            if train.dtype == bool:  # a boolean mask (scikit-learn accepts them)
+                continue
             if len(np.unique(train)) != len(train):
                 raise ValueError(
-                    "search_cost: an explicit split repeats training rows (a bootstrap): a "
-                    "record that appears k times moves the statistic k times as far as the "
-                    "calibration assumes, so the fits are not (epsilon, delta)-DP for it. Use "
-                    "splits without repeated rows.")
+                    "search_cost: a split repeats training rows (a bootstrap): a record that "
+                    "appears k times moves the statistic k times as far as the calibration "
+                    "assumes, so the fits are not (epsilon, delta)-DP for it. Use splits "
+                    "without repeated rows.")
     fits = [clone(estimator).set_params(**cand) for cand in candidates]
     n_train = n
     if any(_budget_signature(est)[1] for est in fits):  # a delta set from the training size
@@ -388,4 +395,10 @@ def _smallest_training_set(cv, n):
             "follow from the number of rows alone. Give the private steps an explicit delta, "
             "or use KFold, StratifiedKFold, ShuffleSplit, TimeSeriesSplit or explicit splits."
         )
-    return min(len(train) for train, _ in cv.split(np.empty((n, 0))))
+    return min(_n_rows(train) for train, _ in cv.split(np.empty((n, 0))))
+
+
+def _n_rows(train):
+    """Rows of a training index (a boolean mask counts its True entries)."""
+    train = np.asarray(train)
+    return int(np.count_nonzero(train)) if train.dtype == bool else len(train)
