@@ -516,12 +516,14 @@ def call_without_values(fn, *args, name="X", catch=(ValueError, TypeError), spen
     raise err from None
 
 
-def validate_private_data(estimator, X, y="no_validation", **kwargs):
+def validate_private_data(estimator, X, y="no_validation", spent=None, **kwargs):
     """scikit-learn's ``validate_data`` whose errors carry no value of the data
-    (:func:`call_without_values`)."""
+    (:func:`call_without_values`). ``spent``: whether the fit was charged (default: a
+    fit's validation, ``reset=True``, comes after its charge; predict's and transform's not)."""
     from sklearn.utils.validation import validate_data
 
-    spent = kwargs.get("reset", True)  # a fit's validation (after its charge), not predict's
+    if spent is None:
+        spent = kwargs.get("reset", True)
     if isinstance(y, str) and y == "no_validation":
         return call_without_values(validate_data, estimator, X, name="X", spent=spent, **kwargs)
     return call_without_values(validate_data, estimator, X, y, name=("X", "y"), spent=spent,

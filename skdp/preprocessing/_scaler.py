@@ -510,7 +510,7 @@ class PrivateStandardScaler(PrivateEstimatorMixin, OneToOneFeatureMixin, Transfo
             self.mean_ = self.var_ = self.scale_ = None
             return self
         X = validate_private_data(self, X, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES,
-                                  ensure_min_samples=1)
+                                  ensure_min_samples=1, spent=releases)
         n, d = X.shape
         if self.bounds is None:
             lower, upper = _infer_bounds(X, self)
