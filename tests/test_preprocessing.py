@@ -581,3 +581,10 @@ def test_transform_clips_to_the_bounds_so_a_huge_value_stays_finite():
         out = sc.transform(Xh)
     assert np.all(np.isfinite(out))
     np.testing.assert_allclose(out[0, 0], (1.0 - sc.mean_[0]) / sc.scale_[0])
+
+
+def test_bounds_beyond_the_public_range_are_refused():
+    # review 16: bounds=(-1e300, 1e300) released var_ and scale_ as inf
+    X = np.random.default_rng(0).uniform(-1, 1, (50, 2))
+    with pytest.raises(ValueError, match="too large"):
+        PrivateStandardScaler(bounds=(-1e300, 1e300)).fit(X)

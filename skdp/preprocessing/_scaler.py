@@ -120,8 +120,8 @@ from sklearn.utils.sparsefuncs import inplace_column_scale
 from sklearn.utils.validation import FLOAT_DTYPES, check_array, check_is_fitted, validate_data
 
 from .._budget import PrivacyBudget
-from .._validation import (_leak_warning, call_without_values, check_epsilon_delta,
-                           is_sparse_input, validate_private_data)
+from .._validation import (MAX_PUBLIC_BOUND, _leak_warning, call_without_values,
+                           check_epsilon_delta, is_sparse_input, validate_private_data)
 from .._filter import release_curve
 from ..base import PrivateEstimatorMixin, private_fit
 from ..mechanisms import Query, calibrate
@@ -301,10 +301,11 @@ def _check_bounds(bounds, n_features, estimator):
         raise ValueError(f"{name}: every lower bound must be <= its upper bound.")
     with np.errstate(over="ignore"):  # the midpoint (a + b) / 2 and rho need |a| + |b| finite
         too_large = ~np.isfinite(np.abs(lower) + np.abs(upper))
-    if np.any(upper - lower > np.finfo(np.float64).max / 4) or np.any(too_large):
+    if (np.any(upper - lower > np.finfo(np.float64).max / 4) or np.any(too_large)
+            or np.any(np.maximum(np.abs(lower), np.abs(upper)) > MAX_PUBLIC_BOUND)):
         raise ValueError(f"{name}: bounds are too wide or too large to compute with in float64 "
-                         "(b - a must stay below a quarter of the float64 maximum and |a| + |b| "
-                         "finite).")
+                         f"(their magnitudes must stay below {MAX_PUBLIC_BOUND:.3g}: the variance "
+                         "squares them).")
     return lower, upper
 
 
