@@ -286,42 +286,40 @@ class _Captured(Exception):
 
 
 class _Capture:
-    """An accountant whose ``spend`` ends the fit with the charge it was given."""
+    """An accountant whose ``spend`` ends the fit with the charge it was given (and, as skdp's
+    ledgers are, it is given the release's Gaussian curve)."""
+
+    takes_curve = True
 
     def spend(self, budget, source="", description="", curve=None):
         raise _Captured(budget, curve)
 
 
-def _planned_charge(estimator, X, y=None):
-    """``(budget, curve)`` that ``estimator.fit(X, y)`` would charge, from a run of its fit up to
-    the charge on zeros of the structure of ``X`` and ``y`` (no value of them is read)."""
+def _planned_charge(estimator, X, y=None, **fit_params):
+    """``(budget, curve)`` that ``estimator.fit(X, y, **fit_params)`` would charge: its fit run
+    up to the charge, which comes before any value is read (the fit protocol); ``None`` when
+    the fit charges nothing."""
     from sklearn.base import clone
     from sklearn.pipeline import Pipeline
 
-    from ._validation import is_sparse_input, public_shape
     from .base import PrivateEstimatorMixin
     from .model_selection import PrivateGridSearchCV
-    from .model_selection._search import _dry_inputs, _stand_in
 
     if isinstance(estimator, Pipeline) or not isinstance(
             estimator, (PrivateEstimatorMixin, PrivateGridSearchCV)):
         raise TypeError(
             "accepts: pass a budget, an skdp estimator or a PrivateGridSearchCV (a Pipeline "
             "charges once per private step: check each step's fit).")
-    n, d = public_shape(X)
-    if n is None or d is None:
-        raise ValueError("accepts: the structure of X does not tell its shape.")
-    dtype, y_in = _dry_inputs(X, y, n, n)
     est, capture = clone(estimator), _Capture()
     # every ledger in it (a search's estimator may name the same ledger) becomes the probe
     probes = {k: capture for k, v in est.get_params(deep=True).items()
               if k.endswith("__accountant") and v is not None}
     est.set_params(**probes, accountant=capture)
     try:
-        est.fit(_stand_in(n, d, is_sparse_input(X), dtype), y_in)
+        est.fit(X, y, **fit_params)
     except _Captured as charge:
         return _as_budget(charge.budget), charge.curve
-    raise RuntimeError("accepts: the fit made no charge.")
+    return None  # it completed without a charge: it spends nothing
 
 
 class _LedgerMixin:
@@ -387,7 +385,7 @@ class _LedgerMixin:
         """``(sum eps_i, sum delta_i)`` of the recorded spends (basic composition)."""
         return self.total("basic")
 
-    def accepts(self, fit, X=None, y=None):
+    def accepts(self, fit, X=None, y=None, **fit_params):
         """Whether the ledger would accept ``fit`` now; nothing is spent, no value is read.
 
         :attr:`remaining` does not tell it under the filter (a Gaussian fit may
@@ -400,13 +398,17 @@ class _LedgerMixin:
         fit : PrivacyBudget, (epsilon, delta), or an unfitted private estimator
             A budget is checked as a spend without a Gaussian curve. A private
             estimator (an skdp estimator or
-            :class:`~skdp.model_selection.PrivateGridSearchCV`) is run up to
-            its charge on zeros of the structure of ``X`` and ``y`` (their
-            shapes, format and dtype; never their values), and that charge, with
-            the Gaussian curve the filter composes, is checked. A Pipeline
+            :class:`~skdp.model_selection.PrivateGridSearchCV`) is fitted on
+            ``X`` and ``y`` with an accountant that stops the fit at its charge,
+            which comes before any value is read (the fit protocol: only the
+            structure, the public settings and the public bounds decide it);
+            that charge, with the Gaussian curve the filter composes, is
+            checked. A fit that charges nothing is accepted. A Pipeline
             charges once per private step: check the steps.
         X, y : array-like
             What the estimator would be fitted on (its structure only).
+        **fit_params
+            Passed to ``fit`` (``sample_weight``: its structure only).
 
         Returns
         -------
@@ -415,7 +417,10 @@ class _LedgerMixin:
         if isinstance(fit, (PrivacyBudget, tuple, list)):
             budget, curve = _as_budget(fit), None
         else:
-            budget, curve = _planned_charge(fit, X, y)
+            charge = _planned_charge(fit, X, y, **fit_params)
+            if charge is None:
+                return True
+            budget, curve = charge
         return self._would_accept(budget, _as_curve(curve))
 
     @property

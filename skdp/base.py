@@ -377,7 +377,8 @@ class PrivateEstimatorMixin:
         record = None
         if accountant is not None:
             kwargs = {"source": type(self).__name__, "description": description}
-            if curve is not None and isinstance(accountant, _LedgerMixin):
+            if curve is not None and (isinstance(accountant, _LedgerMixin)
+                                      or getattr(accountant, "takes_curve", False)):
                 kwargs["curve"] = curve
             record = accountant.spend(budget, **kwargs)
         self.privacy_spent_ = budget

@@ -602,3 +602,36 @@ def test_accepts_predicts_the_ledgers_decision_without_spending(kind, tmp_path):
     with pytest.raises(TypeError, match="Pipeline"):
         from sklearn.pipeline import make_pipeline
         ledger.accepts(make_pipeline(pca), X)
+
+
+def test_accepts_sees_the_fits_curve_and_what_the_fit_itself_decides():
+    # review 17: the probe was not given the Gaussian curve, so the filter judged a Gaussian fit
+    # as a plain (epsilon, delta) spend and refused fits it accepts; a search on a DataFrame
+    # (columns by name) and a fit that charges nothing made accepts raise
+    import numpy as np
+    import pandas as pd
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+
+    from skdp import BudgetLedger, PrivateLogisticRegression, PrivateOLS
+    from skdp.model_selection import PrivateGridSearchCV
+    from skdp.preprocessing import PrivateStandardScaler
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.5, 0.5, (2000, 3))
+    y = X @ [0.3, -0.2, 0.1]
+    ledger = BudgetLedger(0.6, 1e-5)
+    ledger.spend((0.05, 0.0))
+    ols = PrivateOLS(epsilon=0.5, data_norm=1.0, label_bound=1.0, accountant=ledger)
+    assert ledger.accepts(ols, X, y)
+    ols.fit(X, y)
+    assert len(ledger.spends) == 2
+    df = pd.DataFrame(X, columns=["a", "b", "c"])
+    pipe = Pipeline([("ct", ColumnTransformer([("n", "passthrough", ["a", "b"])])),
+                     ("clf", PrivateLogisticRegression(data_norm=1.0, classes=[0, 1]))])
+    fresh = BudgetLedger(1.0, 1e-5)
+    search = PrivateGridSearchCV(pipe, {"clf__C": [0.1]}, epsilon=0.5, accountant=fresh)
+    assert fresh.accepts(search, df, (y > 0).astype(int))
+    assert fresh.accepts(PrivateStandardScaler(with_mean=False, with_std=False,
+                                               bounds=(-1, 1), accountant=fresh), X)
+    assert fresh.spends == []

@@ -1063,11 +1063,12 @@ def test_random_state_instance_hands_on_more_than_32_bits():
 
 
 class _WarnsEachFit(DPMeanClassifier):
-    def fit(self, X, y):
-        import warnings
+    def fit(self, X, y):  # warns after its charge (a warning before it is public: the search
+        import warnings  # shows those once, for every candidate)
 
+        out = super().fit(X, y)
         warnings.warn(f"a warning of the grid point bias={self.bias}", UserWarning)
-        return super().fit(X, y)
+        return out
 
 
 @pytest.mark.parametrize("strategy", ["random_stopping", "negative_binomial", "exhaustive"])
@@ -1972,3 +1973,13 @@ def test_frozen_output_format_and_encoder_settings_are_checked_before_the_charge
             PrivateGridSearchCV(Pipeline([("enc", enc), ("clf", clf)]), {"clf__C": [0.1]},
                                 epsilon=1.0, accountant=ledger).fit(X, y)
     assert ledger.spends == []
+
+
+def test_lowered_C_warning_is_shown_by_the_search_before_the_charge():
+    """review 17: the search withheld the runs' warnings, and with them the objective route's
+    'C was lowered' (public: n, epsilon, the shape), so a grid over C compared identical models
+    in silence."""
+    X, y = _data(n=400)
+    est = PrivateLogisticRegression(data_norm=1.0, classes=[0, 1], perturbation="objective")
+    with pytest.warns(UserWarning, match="above what objective perturbation allows"):
+        PrivateGridSearchCV(est, {"C": [1.0, 100.0]}, epsilon=1.0, random_state=0).fit(X, y)

@@ -1369,7 +1369,20 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
             if reason is not None:
                 raise ValueError(f"mechanism {self.mechanism!r} cannot be used here: {reason}.")
 
-    def _curve(self, n, d, classes, sparse=False):
+    def _warn_lowered_C(self, C_used, n, eps, warned):
+        """Warn when the objective route lowers an explicit ``C`` (public: n, epsilon, the
+        shape); once per fit, before the charge where the bounds are given."""
+        if (self.perturbation != "objective" or isinstance(self.C, str)
+                or not C_used < float(self.C) * (1.0 - 1e-9)):
+            return
+        warned.append(True)
+        warnings.warn(
+            f"{type(self).__name__}: C={self.C!r} is above what objective perturbation allows at "
+            f"n={n} and epsilon={eps:g}: its Jacobian term needs that much regularisation "
+            f"(Iyengar et al. 2019), so C_={C_used:.3g} is used and any larger C gives the same "
+            "model. Search C below it, or use C='auto'.", UserWarning, stacklevel=6)
+
+    def _curve(self, n, d, classes, sparse=False, warned_C=None):
         """The fit's Gaussian curve from public inputs, before the charge (or ``None``).
 
         The output route releases one calibrated vector (its spec's curve:
@@ -1403,10 +1416,13 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
                            self.batch_size, self._clip_norm(K, R), sparse)
             return None
         if self.perturbation == "objective":  # public calibration only: no Gaussian curve
-            _objective_plan(K, p, R, n, self._regularization(n, K, p, R, eps, delta), gamma=
-                            self._tolerance(n, d, K, R, sparse), eps=eps, delta=delta,
-                            mechanism=self.mechanism, curvature=self._loss().curvature,
-                            strategy=not isinstance(self.C, str))
+            plan = _objective_plan(K, p, R, n, self._regularization(n, K, p, R, eps, delta),
+                                   gamma=self._tolerance(n, d, K, R, sparse), eps=eps,
+                                   delta=delta, mechanism=self.mechanism,
+                                   curvature=self._loss().curvature,
+                                   strategy=not isinstance(self.C, str))
+            self._warn_lowered_C(1.0 / (n * plan["lam_tot"]), n, eps,
+                                 [] if warned_C is None else warned_C)
             return None
         if self.perturbation == "gradient":
             return _gradient_spec(K, p, n, eps, delta, self.mechanism,
@@ -1478,8 +1494,9 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
         check_weight_structure(sample_weight, n_pub, self)  # the length only, before the charge
         loss = self._loss()
         classes = check_classes(self.classes, self)
+        warned_C = []  # the lowered-C warning, when the curve's calibration gave it
         budget, rng = self._start_fit(n_pub, d_pub, curve=lambda: self._curve(
-            n_pub, d_pub, classes, is_sparse_input(X)))
+            n_pub, d_pub, classes, is_sparse_input(X), warned_C))
         sample_weight = check_unit_sample_weight(sample_weight, X, self)  # values: after the charge
         eps, delta = budget.epsilon, budget.delta
         X, y = validate_private_data(self, X, y, accept_sparse=["csr", "csc"],
@@ -1532,14 +1549,8 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
         # the regularisation used: objective perturbation may raise an explicit C's (its
         # Jacobian term's need at this n and epsilon, "Budget split" above)
         self.C_ = 1.0 / (n * info["regularization"])
-        if (self.perturbation == "objective" and not isinstance(self.C, str)
-                and self.C_ < float(self.C) * (1.0 - 1e-9)):  # public: n, epsilon, the shape
-            warnings.warn(
-                f"{type(self).__name__}: C={self.C!r} is above what objective perturbation "
-                f"allows at n={n} and epsilon={eps:g}: its Jacobian term needs that much "
-                f"regularisation (Iyengar et al. 2019), so C_={self.C_:.3g} was used and any "
-                "larger C gives the same model. Search C below it, or use C='auto'.",
-                UserWarning, stacklevel=4)
+        if not warned_C:  # (bounds inferred: decided now from the same public inputs)
+            self._warn_lowered_C(self.C_, n, eps, [])
         self.data_norm_ = data_norm
         self.noise_spec_ = specs if len(specs) > 1 else specs[0]
         self.privacy_info_ = info

@@ -671,10 +671,9 @@ def _check_candidate(est, m, n, n_features, X, y, fit_params):
     private step's ``_check_public`` and the part of its fit before its charge
     (:func:`_dry_run`), an allowed non-private step's validation
     (:func:`_check_stateless_step`), on zeros of the structure, never the data. Warnings of
-    these checks are left to the real fits, except the
-    :class:`~skdp.PrivacyGuaranteeWarning` s (a mechanism or route whose guarantee is not
-    established, a public setting), which are returned: the randomised strategies withhold
-    the runs' warnings, and the search shows these once before its charge."""
+    these checks are returned as ``(category, message)``, with those of the private steps'
+    unverified mechanisms: every one was decided before a charge, by public settings, and the
+    search shows each once before its own charge (the runs' warnings are withheld)."""
     for sub in _sub_estimators(est):
         if hasattr(sub, "_validate_params") and hasattr(type(sub), "_parameter_constraints"):
             sub._validate_params()
@@ -703,8 +702,10 @@ def _check_candidate(est, m, n, n_features, X, y, fit_params):
                 _dry_run(step, prefix, Xs, y_in, fit_params, m, n)
             else:
                 _check_stateless_step(step, Xs)
-    found = [str(w.message) for w in caught if issubclass(w.category, PrivacyGuaranteeWarning)]
-    return found + [m for _, step in _private_steps(est) if (m := _unverified_mechanism(step))]
+    # every warning of these checks came before a charge: public settings decided it
+    found = [(w.category, str(w.message)) for w in caught]
+    return found + [(PrivacyGuaranteeWarning, m) for _, step in _private_steps(est)
+                    if (m := _unverified_mechanism(step))]
 
 
 def _unverified_mechanism(step):
@@ -1198,9 +1199,10 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             for cand in candidates:
                 unverified += _check_candidate(self._run_estimator(cand, refit_budget), n, n, d,
                                                X, y, fit_params)
-        for message in dict.fromkeys(unverified):  # (the runs' own warnings are withheld)
-            warnings.warn(f"PrivateGridSearchCV: some candidates are not verified: {message}",
-                          PrivacyGuaranteeWarning, stacklevel=3)
+        for category, message in dict.fromkeys(unverified):  # (the runs' own are withheld)
+            what = ("some candidates are not verified: "
+                    if issubclass(category, PrivacyGuaranteeWarning) else "a candidate: ")
+            warnings.warn(f"PrivateGridSearchCV, {what}{message}", category, stacklevel=3)
         if 0 < float(self.delta) and float(self.delta) * n >= 1:
             from ..exceptions import LargeDeltaWarning
 
