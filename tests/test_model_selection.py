@@ -1724,7 +1724,8 @@ def test_search_checks_allowed_non_private_steps_before_the_charge():
     cats = np.array([["a"], ["b"], ["c"]])
     Xc = np.concatenate([X[:, :2].astype(object), rng.choice(["a", "b", "c"], (400, 1))], axis=1)
     pipe = Pipeline([("ct", ColumnTransformer([
-        ("oh", FrozenEstimator(OneHotEncoder(sparse_output=False).fit(cats)), [2]),
+        ("oh", FrozenEstimator(OneHotEncoder(sparse_output=False,
+                                             handle_unknown="ignore").fit(cats)), [2]),
         ("num", "passthrough", [0, 1])])), ("c", DPMeanClassifier(data_norm=2.0))])
     search, ledger = _search_on(pipe, {"c__bias": [0.0]})
     search.fit(Xc, y)
@@ -1983,3 +1984,22 @@ def test_lowered_C_warning_is_shown_by_the_search_before_the_charge():
     est = PrivateLogisticRegression(data_norm=1.0, classes=[0, 1], perturbation="objective")
     with pytest.warns(UserWarning, match="above what objective perturbation allows"):
         PrivateGridSearchCV(est, {"C": [1.0, 100.0]}, epsilon=1.0, random_state=0).fit(X, y)
+
+
+
+def test_a_frozen_encoder_that_raises_on_unknown_categories_is_refused():
+    """review 17: a frozen OneHotEncoder with handle_unknown='error' made the search raise after
+    its charge exactly when a record held an unknown category."""
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    enc = OneHotEncoder(sparse_output=False).fit(np.array([[0.0], [1.0], [2.0]]))
+    pipe = Pipeline([("enc", FrozenEstimator(enc)),
+                     ("clf", PrivateLogisticRegression(data_norm=1.0, classes=[0, 1]))])
+    X = np.random.default_rng(0).integers(0, 3, (300, 1)).astype(float)
+    ledger = BudgetLedger(10.0, 1e-3)
+    with pytest.raises(TypeError, match="handle_unknown='ignore'"):
+        PrivateGridSearchCV(pipe, {"clf__C": [0.1]}, epsilon=1.0, accountant=ledger).fit(
+            X, (X[:, 0] > 0).astype(int))
+    assert ledger.spends == []

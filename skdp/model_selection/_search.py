@@ -191,6 +191,12 @@ def _check_steps(est):
                 "fitted steps on disk, with the generator that drew their noise (rewinding it "
                 "recovers the statistic) and one entry per run (their number is private in "
                 "the randomised strategies). Set memory=None.")
+        if isinstance(obj, FrozenEstimator) and getattr(obj.estimator, "handle_unknown",
+                                                        None) == "error":
+            raise TypeError(
+                f"PrivateGridSearchCV: the frozen {type(obj.estimator).__name__} raises on a "
+                "category it does not know, so whether a run fails would depend on one record "
+                "(after the charge). Refit it with handle_unknown='ignore' before freezing it.")
         if isinstance(obj, ColumnTransformer):
             from sklearn.compose import make_column_selector
 
@@ -509,7 +515,8 @@ def _check_stateless_step(step, Xs):
         m = max([len(c) for c in cats] + [1])
         cols = [[c[i % len(c)] for i in range(m)] if c else [0] * m for c in cats]
         numeric = all(isinstance(v, numbers.Real) for col in cols for v in col)
-        clone(step).fit(np.array(cols, dtype=float if numeric else object).T)
+        # (numeric: int64 where they are all integers, so that ints above 2^53 stay distinct)
+        clone(step).fit(np.array(cols).T if numeric else np.array(cols, dtype=object).T)
         return
     if isinstance(step, (FunctionTransformer, Normalizer)):
         clone(step).set_params(**({"func": None, "inverse_func": None}

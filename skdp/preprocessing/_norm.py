@@ -88,7 +88,8 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import FLOAT_DTYPES, check_is_fitted
 
 from .._budget import PrivacyBudget
-from .._validation import _leak_warning, check_epsilon_delta, validate_private_data
+from .._validation import (MAX_PUBLIC_BOUND, MIN_PUBLIC_BOUND, _leak_warning, check_epsilon_delta,
+                           validate_private_data)
 from ..base import PrivateEstimatorMixin, private_fit
 from ..linear_model._rows import row_norms_any
 from ..mechanisms._discrete import bernoulli_exp_neg_fraction
@@ -367,4 +368,8 @@ def _check_range(norm_range):
         raise ValueError("norm_range must be a pair (lower, upper) of numbers.") from None
     if not (0 < lower < upper < np.inf):
         raise ValueError("norm_range must satisfy 0 < lower < upper < inf.")
+    if lower < MIN_PUBLIC_BOUND or upper > MAX_PUBLIC_BOUND:
+        raise ValueError(f"norm_range must lie within [{MIN_PUBLIC_BOUND:.3g}, "
+                         f"{MAX_PUBLIC_BOUND:.3g}]: beyond it the row scaling under- or "
+                         "overflows in float64. Rescale the data by a public factor.")
     return lower, upper
