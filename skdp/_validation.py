@@ -212,6 +212,26 @@ def check_data_norm(X, data_norm, *, name="data_norm", estimator=None):
     return max(bound, MIN_PUBLIC_BOUND)  # (a larger bound is still a bound)
 
 
+def clip_rows_for_transform(X, bound):
+    """``X`` with every row of norm above the public ``bound`` scaled down to it (a projection
+    of out-of-bound rows, never of the others; ``X`` itself where no row exceeds the bound).
+
+    The private projections' ``transform`` applies it, as ``fit`` clips: a finite row near
+    the float64 limit would otherwise project to inf, which a private step after it refuses
+    after its own charge. Dense or sparse, the dtype kept."""
+    from .linear_model._rows import row_norms_any
+
+    norms = row_norms_any(X)
+    with np.errstate(over="ignore", divide="ignore"):
+        factor = np.minimum(1.0, bound / np.maximum(norms, np.finfo(float).tiny))
+    if np.all(factor == 1.0):
+        return X
+    factor = factor.astype(X.dtype, copy=False)
+    if sp.issparse(X):
+        return (sp.diags(factor) @ X).asformat(X.format)
+    return X * factor[:, None]
+
+
 def clip_rows(X, bound):
     """Scale every row of X whose Euclidean norm exceeds ``bound`` down to it.
 

@@ -14,7 +14,7 @@ from ._budget import PrivacyBudget
 from ._dask import validate_fit_data
 from ._stats import AugmentedRows, check_unit_sample_weight, check_weight_structure
 from ._validation import (call_without_values, check_data_norm, check_epsilon_delta,
-                          validate_private_data)
+                          clip_rows_for_transform, validate_private_data)
 from .exceptions import PrivacyGuaranteeWarning
 from .base import PrivateEstimatorMixin, private_fit
 from .mechanisms.ndis import DECIMAL_CHOLESKY_MAX_D, private_sketch, sketch_plan
@@ -324,6 +324,10 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
     def transform(self, X):
         """Project rows onto the private components: ``X @ components_.T``.
 
+        Rows of norm above ``data_norm_`` are scaled down to it first, as in
+        ``fit`` (a finite row near the float64 limit would otherwise project
+        to inf).
+
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
@@ -335,6 +339,7 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
         check_is_fitted(self)
         X = validate_private_data(self, X, reset=False, accept_sparse=["csr", "csc"],
                                   dtype=[np.float64, np.float32])
+        X = clip_rows_for_transform(X, self.data_norm_)  # rows beyond the bound, as in fit
         return np.asarray(X @ self.components_.T.astype(X.dtype))
 
     def inverse_transform(self, X):

@@ -1082,3 +1082,26 @@ def test_huge_finite_rows_raise_no_warning_in_the_gradient_route_and_row_norm_sc
         sc = PrivateRowNormScaler(norm_range=(0.01, 0.5), random_state=0).fit(X[1:])
         out = sc.transform(X)
     assert np.all(np.isfinite(out)) and np.linalg.norm(out, axis=1).max() <= 1 + 1e-12
+
+
+def test_private_projections_clip_rows_beyond_the_bound_in_transform():
+    # review 17, f4: transform of a finite row of 1.5e308 gave inf, which a private step after
+    # the projection in a pipeline refused after its own charge
+    import scipy.sparse as sp
+
+    X = _unit_rows(300, d=4) / 2
+    for est in (PrivatePCA(n_components=2, data_norm=1.0, random_state=0),
+                PrivateRandomProjection(n_components=2, data_norm=1.0, random_state=0)):
+        est.fit(X)
+        Xh = X[:3].copy()
+        Xh[0] = [1.5e308, 0.0, 0.0, 0.0]
+        Xh[1] *= 5.0  # beyond the bound: scaled to norm 1 first
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            out = est.transform(Xh)
+            out_sparse = est.transform(sp.csr_matrix(Xh))
+        assert np.all(np.isfinite(out))
+        np.testing.assert_allclose(out_sparse, out)
+        scaled = Xh[1] / np.linalg.norm(Xh[1])
+        np.testing.assert_allclose(out[1], est.transform(scaled[None, :])[0])
+        np.testing.assert_allclose(out[2], est.transform(Xh[2:3])[0])  # inside: unchanged

@@ -135,7 +135,7 @@ from .._dask import validate_fit_data
 from .._stats import (UNIT_ROUNDOFF, check_unit_sample_weight, check_weight_structure,
                       clipped_gram, computed_row_bound, gram_rounding_bound)
 from .._validation import (call_without_values, check_data_norm, check_epsilon_delta,
-                           is_sparse_input, validate_private_data)
+                           clip_rows_for_transform, is_sparse_input, validate_private_data)
 from ..mechanisms import Query, calibrate, get_mechanism
 from ..mechanisms.selection import applicable_names
 
@@ -633,6 +633,10 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
     def transform(self, X):
         """Project X on the private principal axes.
 
+        Rows of norm above ``data_norm_`` are scaled down to it first, as in
+        ``fit`` (values beyond the public bound are never trusted: a finite
+        row near the float64 limit would otherwise project to inf).
+
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
@@ -644,6 +648,7 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
         check_is_fitted(self)
         X = validate_private_data(self, X, accept_sparse=["csr", "csc"],
                                   dtype=[np.float64, np.float32], reset=False)
+        X = clip_rows_for_transform(X, self.data_norm_)  # rows beyond the bound, as in fit
         V = self.components_.astype(X.dtype, copy=False)
         # X V^T - mean V^T: no centred (dense) copy of a sparse X
         Xt = np.asarray(X @ V.T)
