@@ -221,9 +221,7 @@ def clip_rows_for_transform(X, bound):
     after its own charge. Dense or sparse, the dtype kept."""
     from .linear_model._rows import row_norms_any
 
-    norms = row_norms_any(X)
-    with np.errstate(over="ignore", divide="ignore"):
-        factor = np.minimum(1.0, bound / np.maximum(norms, np.finfo(float).tiny))
+    factor = _clip_factor(row_norms_any(X), bound)
     if np.all(factor == 1.0):
         return X
     factor = factor.astype(X.dtype, copy=False)
@@ -238,10 +236,14 @@ def clip_rows(X, bound):
     Rows inside the bound are untouched; the result is a new array.
     """
     X = np.asarray(X, dtype=float)
-    norms = row_norms(X)
-    with np.errstate(over="ignore"):  # a zero row: inf, then 1 (no warning that tells of it)
-        scale = np.minimum(1.0, bound / np.maximum(norms, np.finfo(float).tiny))
-    return X * scale[:, None]
+    return X * _clip_factor(row_norms(X), bound)[:, None]
+
+
+def _clip_factor(norms, bound):
+    """``min(1, bound / norm)`` per row; a zero row's ``bound / tiny`` overflows to inf, then
+    1, without a warning (its existence would tell that the data has such a row)."""
+    with np.errstate(over="ignore", divide="ignore"):
+        return np.minimum(1.0, bound / np.maximum(norms, np.finfo(float).tiny))
 
 
 def public_shape(X):

@@ -101,6 +101,22 @@ def walk_estimators(root, fitted=True, skip=None):
         todo.extend((e, inner_frozen) for value in values for e in _estimators_in(value))
 
 
+def warn_large_delta(who, delta, n_samples, stacklevel=2):
+    """:class:`~skdp.LargeDeltaWarning` when ``delta`` is at least ``1 / n`` for the public
+    ``n_samples`` records a fit or a search reads (Dwork & Roth 2014, sec. 2.3)."""
+    if (n_samples and isinstance(delta, Real) and not isinstance(delta, bool)
+            and 0 < delta < 1 and delta * n_samples >= 1):
+        import warnings
+
+        from .exceptions import LargeDeltaWarning
+
+        warnings.warn(
+            f"{who}: delta={delta:g} is at least 1/n for the n={n_samples} records it reads: "
+            "(epsilon, delta)-DP then allows publishing some record outright. The guarantee "
+            "holds as stated but is weak; choose delta well below 1/n (for example 1/n^2).",
+            LargeDeltaWarning, stacklevel=stacklevel + 1)
+
+
 def for_release(estimator):
     """A copy of a fitted estimator that carries no seed and no ledger, fit to publish.
 
@@ -320,21 +336,9 @@ class PrivateEstimatorMixin:
     _min_samples = 1
 
     def _warn_large_delta(self, n_samples, budget=None):
-        """:class:`~skdp.LargeDeltaWarning` when the fit's delta (its budget's: a route may
-        spend none) is at least ``1 / n`` (public)."""
+        """:func:`warn_large_delta` for the fit's delta (its budget's: a route may spend none)."""
         delta = budget.delta if budget is not None else getattr(self, "delta", None)
-        if (n_samples and isinstance(delta, Real) and not isinstance(delta, bool)
-                and 0 < delta < 1 and delta * n_samples >= 1):
-            import warnings
-
-            from .exceptions import LargeDeltaWarning
-
-            warnings.warn(
-                f"{type(self).__name__}: delta={delta:g} is at least 1/n for the n={n_samples} "
-                "records of this fit: (epsilon, delta)-DP then allows publishing some record "
-                "outright. The fit is (epsilon, delta)-DP as stated, but the guarantee is weak; "
-                "choose delta well below 1/n (for example 1/n^2).", LargeDeltaWarning,
-                stacklevel=5)
+        warn_large_delta(type(self).__name__, delta, n_samples, stacklevel=5)
 
     def _public_shape(self, X, y=None, *, requires_y=False):
         """``(n_samples, n_features)`` of X from its structure, after the structural errors.

@@ -1504,9 +1504,9 @@ class _RecordsDryRunInput(DPMeanClassifier):
     given = []
 
     def _start_fit(self, *args, **kwargs):
-        from skdp.model_selection._search import _StopAtCharge
+        from skdp._ledger import _Capture  # the accountant that stops a dry run at its charge
 
-        if isinstance(self.accountant, _StopAtCharge):
+        if isinstance(self.accountant, _Capture):
             type(self).given.append(self._dry_input)
         return super()._start_fit(*args, **kwargs)
 

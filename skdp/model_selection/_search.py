@@ -34,13 +34,14 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted, indexable
 
 from .._budget import PrivacyBudget
+from .._ledger import _Capture, _Captured
 from ..exceptions import PrivacyGuaranteeWarning
 from .._stats import check_weight_structure, rounding_gamma
 from .._validation import (call_without_values, check_public_structure, is_sparse_input,
                            seed_entropy)
 from .._dask import is_dask_collection
-from ..base import (BOUND_PARAMETERS, PrivateEstimatorMixin, _fits_nothing, walk_estimators,
-                    private_fit)
+from ..base import (BOUND_PARAMETERS, PrivateEstimatorMixin, _fits_nothing, private_fit,
+                    walk_estimators, warn_large_delta)
 from ..mechanisms import Query, calibrate
 from ._cost import (_leaf_steps, _private_steps, selection_run_budget, truncated_negative_binomial_gamma,
                     truncated_negative_binomial_mean)
@@ -348,16 +349,9 @@ def _frozen_output(inner, width, sparse):
     columns from its fitted feature names and its format from its ``sparse_output`` setting
     (``None`` where neither tells)."""
     if width is not None and hasattr(inner, "transform"):
-        Xs = _stand_in(2, width, bool(sparse))
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                out = inner.transform(Xs if sparse else np.zeros((2, width)))
-            shape = getattr(out, "shape", None)
-            if shape is not None and len(shape) == 2:
-                return int(shape[1]), bool(sp.issparse(out))
-        except Exception:  # (zeros may be refused, e.g. as unknown categories)
-            pass
+        out = _on_zeros(inner.transform, width, sparse)
+        if out is not None:
+            return out
     out_width = None
     if width is not None and getattr(inner, "n_features_in_", None) == width:
         try:
@@ -417,19 +411,25 @@ def _function_output(step, width, sparse):
     """``(width, sparse)`` of an allowed FunctionTransformer's output, from its function applied
     to two rows of zeros of the input's structure (never the data; it is applied to each row on
     its own, as the search requires); ``(None, sparse)`` if that fails or is not 2-D."""
-    Xs = _stand_in(2, width, sparse)
-    if not sparse:
-        Xs = np.zeros((2, width))  # (a writable array: the function may work in place)
+    out = _on_zeros(lambda Z: step.func(Z, **(step.kw_args or {})), width, sparse)
+    return (None, sparse) if out is None else out
+
+
+def _on_zeros(apply, width, sparse):
+    """``(width, sparse)`` of ``apply``'s output on two rows of zeros of ``width`` columns
+    (sparse where the input is; dense zeros writable, as a function may work in place): never
+    the data. ``None`` where it fails or its output is not two rows of a 2-D array."""
+    Z = _stand_in(2, width, True) if sparse else np.zeros((2, width))
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            out = step.func(Xs, **(step.kw_args or {}))
-    except Exception:
-        return None, sparse
+            out = apply(Z)
+    except Exception:  # (zeros may be refused, e.g. as unknown categories)
+        return None
     shape = getattr(out, "shape", None)
     if shape is None or len(shape) != 2 or shape[0] != 2:
-        return None, sparse
-    return int(shape[1]), sp.issparse(out)
+        return None
+    return int(shape[1]), bool(sp.issparse(out))
 
 
 def _readable_columns(X):
@@ -566,19 +566,6 @@ def _check_fit_params(est, fit_params):
                             f"({type(target).__name__}) takes no fit parameter {param!r}.")
 
 
-class _StoppedAtCharge(Exception):
-    """Raised by :class:`_StopAtCharge`: the dry run reached its charge."""
-
-
-class _StopAtCharge:
-    """An accountant whose ``spend`` ends the fit: running a fit with it runs exactly what the
-    fit protocol does before the charge (public checks, the calibrations from public inputs),
-    which reads the input's structure only, and releases nothing."""
-
-    def spend(self, budget, **kwargs):
-        raise _StoppedAtCharge
-
-
 #: held while the search changes the process-wide warnings filters (the dry runs, the runs of
 #: the randomised strategies), so that two searches in threads do not restore each other's
 _WARNINGS_LOCK = threading.RLock()
@@ -653,7 +640,7 @@ def _dry_run(step, prefix, Xs, y_in, fit_params, m, n):
 
     No value of the data is given to it: ``Xs`` and ``y_in`` are zeros of the input's structure
     (:func:`_stand_in`, :func:`_dry_inputs`), the row-indexed fit parameters zeros of their
-    shapes (weights: 1/2). The fit stops at its charge (:class:`_StopAtCharge`); a step whose
+    shapes (weights: 1/2). The fit stops at its charge (``skdp._ledger._Capture``, the accountant ``ledger.accepts`` uses too); a step whose
     fit makes no charge runs on the zeros and is thrown away. A step without an ``accountant``
     parameter is left to its run.
     """
@@ -664,10 +651,10 @@ def _dry_run(step, prefix, Xs, y_in, fit_params, m, n):
         if k.startswith(prefix) and "__" not in k[len(prefix):]}
     params = {k: (np.broadcast_to(0.5, (m,)) if _num_samples_or_none(v) == n else v)
               for k, v in params.items()}
-    dry = clone(step).set_params(accountant=_StopAtCharge())
+    dry = clone(step).set_params(accountant=_Capture())
     try:
         dry.fit(Xs, **params) if y_in is None else dry.fit(Xs, y_in, **params)
-    except _StoppedAtCharge:
+    except _Captured:
         pass
 
 
@@ -1210,14 +1197,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             what = ("some candidates are not verified: "
                     if issubclass(category, PrivacyGuaranteeWarning) else "a candidate: ")
             warnings.warn(f"PrivateGridSearchCV, {what}{message}", category, stacklevel=3)
-        if 0 < float(self.delta) and float(self.delta) * n >= 1:
-            from ..exceptions import LargeDeltaWarning
-
-            warnings.warn(
-                f"PrivateGridSearchCV: delta={float(self.delta):g} is at least 1/n for the n={n} "
-                "records of the search: (epsilon, delta)-DP then allows publishing some record "
-                "outright. Choose delta well below 1/n (for example 1/n^2).", LargeDeltaWarning,
-                stacklevel=3)
+        warn_large_delta("PrivateGridSearchCV", float(self.delta), n, stacklevel=3)
         law = self._stopping_law(len(candidates))
         total = PrivacyBudget(float(self.epsilon), float(self.delta))
         # Laplace mechanism on the mean score (public inputs: calibrated before the charge):
