@@ -362,24 +362,33 @@ def _frozen_output(inner, width, sparse):
     return out_width, (bool(flag) if isinstance(flag, (bool, np.bool_)) else None)
 
 
-def _column_transformer_output(ct, width, sparse, X):
-    """``(width, sparse)`` of a ColumnTransformer's output; raises ``ValueError`` where its
+def _column_transformer_inputs(ct, width, X):
+    """``(name, part, input width)`` of a ColumnTransformer's members and, last, of its
+    remainder (``None`` where the structure does not tell), from its column selections
+    resolved on ``X``'s structure (:func:`_selected_columns`: a selection the input does not
+    have raises here, before the charge)."""
+    inputs, used = [], set()
+    for name, part, cols in ct.transformers:
+        sel = _selected_columns(cols, width, X)
+        used = None if sel is None or used is None else used | {
+            c % width if width else c for c in sel}
+        inputs.append((name, part, None if sel is None else len(sel)))
+    rest = None if used is None or width is None else width - len(used)
+    return inputs + [("remainder", ct.remainder, rest)]
+
+
+def _column_transformer_output(ct, width, sparse, X, inputs=None):
+    """``(width, sparse)`` of a ColumnTransformer's output (``inputs``: its
+    :func:`_column_transformer_inputs`, when already resolved); raises ``ValueError`` where its
     format would depend on the data: with ``sparse_threshold > 0`` and a member that may
     output a sparse matrix, scikit-learn stacks the output sparse or dense by its density, so
     one record can flip the format of what the next (private) step is given, and with it
     that step's calibration (its floating-point rounding bounds), which its release shows."""
-    outs, used = [], set()
-    for _, part, cols in ct.transformers:
-        sel = _selected_columns(cols, width, X)
-        used = None if sel is None or used is None or not width else used | {c % width for c in sel}
-        if isinstance(part, str) and part == "drop":
-            continue
-        outs.append(_output_structure(part, None if sel is None else len(sel), sparse))
-    rem = ct.remainder
-    if not (isinstance(rem, str) and rem == "drop"):
-        rest = None if used is None or width is None else width - len(used)
-        if rest != 0:
-            outs.append(_output_structure(rem, rest, sparse))
+    if inputs is None:
+        inputs = _column_transformer_inputs(ct, width, X)
+    outs = [_output_structure(part, w, sparse) for i, (_, part, w) in enumerate(inputs)
+            if not (isinstance(part, str) and part == "drop")
+            and not (i == len(inputs) - 1 and w == 0)]  # (an empty remainder outputs nothing)
     if ct.sparse_threshold > 0 and any(s is not False for _, s in outs):
         raise ValueError(
             "PrivateGridSearchCV: a ColumnTransformer with sparse_threshold > 0 and a member "
@@ -478,16 +487,10 @@ def _leaf_inputs(est, width, sparse=False, X=None, prefix=""):
         for name, part in est.transformer_list:
             yield from _leaf_inputs(part, width, sparse, X, f"{prefix}{name}__")
     elif isinstance(est, ColumnTransformer):
-        _column_transformer_output(est, width, sparse, X)  # (its format check, wherever it sits)
-        used = set()
-        for name, part, cols in est.transformers:
-            sel = _selected_columns(cols, width, X)
-            used = None if sel is None or used is None else used | {
-                c % width if width else c for c in sel}
-            yield from _leaf_inputs(part, None if sel is None else len(sel), sparse, None,
-                                    f"{prefix}{name}__")
-        rest = None if used is None or width is None else width - len(used)
-        yield from _leaf_inputs(est.remainder, rest, sparse, None, f"{prefix}remainder__")
+        inputs = _column_transformer_inputs(est, width, X)
+        _column_transformer_output(est, width, sparse, X, inputs)  # (its format check)
+        for name, part, part_width in inputs:
+            yield from _leaf_inputs(part, part_width, sparse, None, f"{prefix}{name}__")
     elif est is not None and not isinstance(est, str):
         yield prefix, est, width, sparse
 
