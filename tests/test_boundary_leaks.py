@@ -1035,6 +1035,21 @@ def test_poisson_dpsgd_is_calibrated_before_the_charge(Cls):
     assert ledger.spends == []
 
 
+@pytest.mark.parametrize("Cls", CLASSIFIERS)
+def test_poisson_dpsgd_refuses_an_epsilon_its_accountant_cannot_reach(Cls):
+    # at epsilon = 1e-6 the PLD accountant (discretised at epsilon / 500) tried to allocate
+    # 131 GiB and raised a MemoryError (before the charge, but no clear refusal)
+    X = _unit_rows(400) / 3
+    y = (X[:, 0] > 0).astype(int)
+    ledger = BudgetLedger(1.0, 0.5, composition="basic")
+    est = Cls(perturbation="gradient", batch_size=50, epsilon=1e-6, delta=1e-5, data_norm=1.0,
+              classes=[0, 1], accountant=ledger, random_state=0)
+    with pytest.raises(ValueError, match="below the supported 0.001.*batch_size=None"):
+        est.fit(X, y)
+    assert ledger.spends == []
+    assert not hasattr(est, "coef_")
+
+
 def test_a_sparse_dataframe_is_calibrated_as_the_sparse_matrix_it_becomes():
     # review 14, F6: sp.issparse was False for a DataFrame of sparse columns before the charge,
     # so the release was calibrated with the dense kernel's rounding bound while scikit-learn's
