@@ -317,6 +317,12 @@ def test_private_grid_search_custom_scoring_sensitivity():
         (dict(param_grid={"epsilon": [1.0]}), "privacy parameters"),
         (dict(param_grid={"bias": [0.0]}, delta=1e-6), "refit=True"),
         (dict(param_grid={"bias": [0.0]}, scoring=lambda e, X, y: y), "score_bounds"),
+        # beyond the public range the calibration raised an errno OverflowError (1e200) or a
+        # grid error about a sensitivity the user never named (1e-300)
+        (dict(param_grid={"bias": [0.0]}, scoring=lambda e, X, y: y, score_bounds=(0, 1e200)),
+         "score_bounds must lie within"),
+        (dict(param_grid={"bias": [0.0]}, scoring=lambda e, X, y: y, score_bounds=(0, 1e-300)),
+         "at least .* wide"),
         (dict(param_grid={"bias": []}), "empty"),
     ],
 )

@@ -37,8 +37,8 @@ from .._budget import PrivacyBudget
 from .._ledger import _Capture, _Captured
 from ..exceptions import PrivacyGuaranteeWarning
 from .._stats import check_weight_structure, rounding_gamma
-from .._validation import (call_without_values, check_public_structure, is_sparse_input,
-                           seed_entropy)
+from .._validation import (MAX_PUBLIC_BOUND, MIN_PUBLIC_BOUND, call_without_values,
+                           check_public_structure, is_sparse_input, seed_entropy)
 from .._dask import is_dask_collection
 from ..base import (BOUND_PARAMETERS, PrivateEstimatorMixin, _fits_nothing, private_fit,
                     walk_estimators, warn_large_delta)
@@ -827,12 +827,14 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         Share of the rows used for validation scores.
     scoring : "accuracy" or callable, default="accuracy"
         ``"accuracy"``: the fraction of correctly classified validation rows
-        (classifiers; a regressor is refused before the charge). A callable ``scoring(estimator, X, y)`` must return one score per
-        validation row; the rows' scores are clipped to ``score_bounds`` and
-        averaged.
+        (classifiers; a regressor is refused before the charge). A callable
+        ``scoring(estimator, X, y)`` must return one score per validation
+        row; the rows' scores are clipped to ``score_bounds`` and averaged.
     score_bounds : (low, high), default=None
         Public bounds of the per-row scores; required with a callable
-        ``scoring`` (``"accuracy"`` uses (0, 1)).
+        ``scoring`` (``"accuracy"`` uses (0, 1)). Like every public bound,
+        their magnitudes stay below ``2^128`` and their width above
+        ``2^-128``.
     refit : bool, default=False
         ``False``: ``best_estimator_`` is the selected run's model (trained on
         the training part), which costs nothing beyond the selection.
@@ -1032,6 +1034,12 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         lo, hi = (float(v) for v in self.score_bounds)
         if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
             raise ValueError(f"score_bounds must be finite with low < high, got {self.score_bounds!r}.")
+        # the width is the scores' sensitivity: held to the public range of every bound
+        # (beyond it the calibration over- or underflows)
+        if max(abs(lo), abs(hi)) > MAX_PUBLIC_BOUND or hi - lo < MIN_PUBLIC_BOUND:
+            raise ValueError(f"score_bounds must lie within [-{MAX_PUBLIC_BOUND:.3g}, "
+                             f"{MAX_PUBLIC_BOUND:.3g}] and be at least {MIN_PUBLIC_BOUND:.3g} wide, "
+                             f"got {self.score_bounds!r}.")
         return lo, hi
 
     def _plan(self):
