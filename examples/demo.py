@@ -84,13 +84,15 @@ def classification_rows(repeats):
     X = (X - 8.0) / 64.0  # public pixel range [0, 16]: ||x|| <= 1
     y = (y >= 5).astype(int)
     rows = []
+    # the private models keep C="auto": a public rule (n, epsilon, the bounds) sets the
+    # regularisation the noise needs; the non-private ones use scikit-learn's C=10
     models = [
         ("PrivateLogisticRegression", lambda e, s: PrivateLogisticRegression(
-            epsilon=e, delta=DELTA, data_norm=1.0, classes=[0, 1], C=10.0,
+            epsilon=e, delta=DELTA, data_norm=1.0, classes=[0, 1],
             random_state=s),
          lambda: LogisticRegression(C=10.0)),
         ("PrivateHuberSVM", lambda e, s: PrivateHuberSVM(
-            epsilon=e, delta=DELTA, data_norm=1.0, classes=[0, 1], C=10.0,
+            epsilon=e, delta=DELTA, data_norm=1.0, classes=[0, 1],
             random_state=s),
          lambda: LinearSVC(C=10.0)),
     ]
