@@ -164,12 +164,11 @@ for eps in EPSILONS:
         make_pipeline(
             PrivateRandomProjection(K_PIPE, epsilon=eps / 2, delta=DELTA / 2, data_norm=1.0,
                                     random_state=s),
-            PrivateLogisticRegression(epsilon=eps / 2, delta=DELTA / 2, data_norm=1.0, C=0.1,
-                                      classes=[0, 1],
-                                      random_state=s),
+            PrivateLogisticRegression(epsilon=eps / 2, delta=DELTA / 2, data_norm=1.0,
+                                      classes=[0, 1], random_state=s),
         ).fit(Xtr, ytr).score(Xte, yte) for s in SEEDS])
     raw = mean_std([
-        PrivateLogisticRegression(epsilon=eps, delta=DELTA, data_norm=1.0, C=0.1, classes=[0, 1],
+        PrivateLogisticRegression(epsilon=eps, delta=DELTA, data_norm=1.0, classes=[0, 1],
                                   random_state=s)
         .fit(Xtr, ytr).score(Xte, yte) for s in SEEDS])
     rows_c.append((eps, *pipe, *raw))
