@@ -178,7 +178,7 @@ def _sparse_norms(data, indptr, m):
     counts = np.diff(indptr)
     rows = np.repeat(np.arange(m), counts)
     with np.errstate(over="ignore", invalid="ignore"):
-        sq = np.bincount(rows, weights=data * data, minlength=m)
+        sq = np.bincount(rows, weights=data * data, minlength=m).astype(np.float64, copy=False)
 
     def rescue(bad):
         out = np.empty(int(bad.sum()))

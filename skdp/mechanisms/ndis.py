@@ -1102,7 +1102,10 @@ def _quantize_sparse(Xpart, E, factor, lim):
     counts = np.diff(Xpart.indptr)
     row_of = np.repeat(np.arange(Xpart.shape[0]), counts)
     while True:  # integer squares below 2^53, exact sums
-        sq = np.bincount(row_of, weights=data * data, minlength=Xpart.shape[0])
+        # (float64 even for a chunk that stores no value: bincount then returns int64, and
+        # the in-place sum below raised exactly when a chunk's records were all zero rows)
+        sq = np.bincount(row_of, weights=data * data, minlength=Xpart.shape[0]).astype(
+            np.float64, copy=False)
         sq += np.einsum("ij,ij->i", E, E)
         bad = sq > lim
         if not np.any(bad):
