@@ -22,7 +22,8 @@ the public ``n``). dask is an optional dependency (``pip install
 import numpy as np
 
 __all__ = ["is_dask_collection", "check_dask_input", "as_dask_rows", "blockwise_sum",
-           "dask_clipped_gram", "dask_max_row_norm", "validate_fit_data", "check_dask_weights"]
+           "scale_labels", "dask_clipped_gram", "dask_max_row_norm", "validate_fit_data",
+           "check_dask_weights"]
 
 
 def is_dask_collection(X):
@@ -195,6 +196,23 @@ def _block_apply(fn, xb, yb, wb, params, kwargs):
     rows = AugmentedRows(xb, params["data_norm"], y=yb, label_bound=params["label_bound"],
                          intercept=params["intercept"], sample_weight=wb)
     return fn(rows, **kwargs), True
+
+
+def _scale_label_block(block, bound, scale):
+    """One block of labels in float64, clipped to ``bound`` and times ``scale`` (on a worker);
+    a value that is not finite is kept, for the finiteness check of :func:`_block_apply`."""
+    yb = _convert_block(block, "y", np.float64)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isfinite(yb), np.clip(yb, -bound, bound) * scale, yb)
+
+
+def scale_labels(y, bound, scale):
+    """``clip(y, -bound, bound) * scale`` of a dask ``y``, block-wise in float64.
+
+    Converted before the scaling: in the labels' own dtype (float16, float32) a label
+    inside the public bound could overflow to inf and fail the fit after its charge.
+    """
+    return y.map_blocks(_scale_label_block, float(bound), float(scale), dtype=np.float64)
 
 
 def _add(a, b):

@@ -8,7 +8,7 @@ import pytest
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("dask.distributed")
 
-from skdp import PrivacyLeakWarning  # noqa: E402
+from skdp import BudgetLedger, PrivacyLeakWarning  # noqa: E402
 from skdp._dask import check_dask_input, dask_clipped_gram, dask_max_row_norm  # noqa: E402
 from skdp._stats import clipped_gram  # noqa: E402
 from skdp.decomposition import PrivatePCA  # noqa: E402
@@ -345,3 +345,31 @@ def test_complex_dask_labels_are_refused_like_numpy():
             est.fit(da.from_array(X, chunks=(100, 3)), da.from_array(yc, chunks=100))
         with pytest.raises(ValueError, match="Complex data not supported"):
             est.fit(X, yc)
+
+
+@pytest.mark.parametrize("dtype, data_norm", [(np.float16, 1e5), (np.float32, 2.0**128)])
+def test_dask_labels_are_scaled_in_float64_on_the_workers(client, dtype, data_norm):
+    # review 19, f2: PrivateOLS scaled a dask y (y * data_norm / label_bound) in its own dtype,
+    # so a float16 (or float32) label inside the public bound overflowed to inf and the fit
+    # raised after its charge, while the neighbour with a smaller last label fitted
+    X, y = _data(2000, 4)
+    X = X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1.0) * data_norm
+    coefs = []
+    for last in (1.0, 2.0):  # both within label_bound = 2
+        y[-1] = last
+        ledger = BudgetLedger(10.0, 1e-3)
+        est = PrivateOLS(method="ssp", data_norm=data_norm, label_bound=2.0, delta=1e-6,
+                         accountant=ledger, random_state=0)
+        est.fit(da.from_array(X, chunks=(500, 4)), da.from_array(y.astype(dtype), chunks=500))
+        assert len(ledger.spends) == 1 and np.all(np.isfinite(est.coef_))
+        coefs.append(est.coef_)
+    # the scaled labels are the numpy path's (same seed, same release up to one grid step)
+    ref = PrivateOLS(method="ssp", data_norm=data_norm, label_bound=2.0, delta=1e-6,
+                     accountant=BudgetLedger(10.0, 1e-3), random_state=0).fit(X, y.astype(dtype))
+    np.testing.assert_allclose(coefs[-1] * data_norm, ref.coef_ * data_norm, rtol=1e-5,
+                               atol=1e-5)  # (at the rows' scale)
+    # a label that is not finite is still refused, not clipped into the bound
+    y[3] = np.inf
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        PrivateOLS(method="ssp", data_norm=data_norm, label_bound=2.0, delta=1e-6).fit(
+            da.from_array(X, chunks=(500, 4)), da.from_array(y.astype(dtype), chunks=500))

@@ -15,7 +15,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from .._budget import PrivacyBudget
-from .._dask import check_dask_finite, is_dask_collection, validate_fit_data
+from .._dask import check_dask_finite, is_dask_collection, scale_labels, validate_fit_data
 from .._stats import (UNIT_ROUNDOFF, AugmentedRows, check_unit_sample_weight,
                       check_weight_structure, clipped_gram, computed_row_bound,
                       gram_rounding_bound, materialize)
@@ -979,7 +979,9 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         y_scale, lb_fit = 1.0, lb
         if method in _BALANCED and data_norm != lb:
             y_scale, lb_fit = data_norm / lb, data_norm
-            y = y.clip(-lb, lb) * y_scale  # clipped first: a huge label cannot overflow
+            # clipped first (a huge label cannot overflow), in float64 (dask: on the workers)
+            y = (scale_labels(y, lb, y_scale) if is_dask_collection(y)
+                 else y.clip(-lb, lb) * y_scale)
         # the rows z_i = sqrt(w_i) (clip(x_i), c, clip(y_i)), clipped chunk by chunk (no copy of X)
         Z = AugmentedRows(X, data_norm, y=y, label_bound=lb_fit,
                           intercept=c if self.fit_intercept else None, sample_weight=sample_weight)
