@@ -230,6 +230,22 @@ def clip_rows_for_transform(X, bound):
     return X * factor[:, None]
 
 
+def saturate(A, dtype=None):
+    """``A`` as ``dtype`` (default: its own) with values beyond that dtype's finite range
+    saturated to its largest finite value, in place where the dtype is kept.
+
+    The private transforms' float32 outputs: a value inside the public bounds (up to
+    ``2^128``, above float32's largest ``3.4028235e38``) can overflow a float32 product, a
+    centring or a whitening, and an inf that a private step after it refuses after its own
+    charge tells that some record held such a value. ``A`` holds no NaN (finite inputs, no
+    ``inf - inf``); float overflow while computing it is silenced by the caller."""
+    dtype = np.dtype(A.dtype if dtype is None else dtype)
+    big = np.finfo(dtype).max
+    if A.dtype == dtype:
+        return np.clip(A, -big, big, out=A)
+    return np.clip(A, -big, big).astype(dtype)
+
+
 def clip_rows(X, bound):
     """Scale every row of X whose Euclidean norm exceeds ``bound`` down to it.
 

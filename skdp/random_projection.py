@@ -14,7 +14,7 @@ from ._budget import PrivacyBudget
 from ._dask import validate_fit_data
 from ._stats import AugmentedRows, check_unit_sample_weight, check_weight_structure
 from ._validation import (call_without_values, check_data_norm, check_epsilon_delta,
-                          clip_rows_for_transform, validate_private_data)
+                          clip_rows_for_transform, saturate, validate_private_data)
 from .exceptions import PrivacyGuaranteeWarning
 from .base import PrivateEstimatorMixin, private_fit
 from .mechanisms.ndis import DECIMAL_CHOLESKY_MAX_D, private_sketch, sketch_plan
@@ -340,7 +340,10 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
         X = validate_private_data(self, X, reset=False, accept_sparse=["csr", "csc"],
                                   dtype=[np.float64, np.float32])
         X = clip_rows_for_transform(X, self.data_norm_)  # rows beyond the bound, as in fit
-        return np.asarray(X @ self.components_.T.astype(X.dtype))
+        # (float32: a product beyond its range saturates instead of becoming inf; |x . v| <=
+        # data_norm_, which may exceed float32's largest value: skdp._validation.saturate)
+        with np.errstate(over="ignore"):  # (silently: numpy warns of a product's overflow)
+            return saturate(np.asarray(X @ self.components_.T.astype(X.dtype)))
 
     def inverse_transform(self, X):
         """Map projected rows back: ``X @ components_``.

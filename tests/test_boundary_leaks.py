@@ -1150,3 +1150,46 @@ def test_a_sparse_chunk_of_zero_rows_fits_like_its_neighbour(which):
                              accountant=ledger, random_state=0).fit(sp.csr_matrix(X), y)
         check_is_fitted(est)
         assert len(ledger.spends) == 1
+
+
+def test_float32_transforms_saturate_inside_the_public_bounds():
+    # review 19, f3: public bounds reach 2^128, above float32's largest value 3.4e38; a float32
+    # record inside them projected (PCA: X V^T - mean V^T, whitening), centred (scaler) or
+    # projected (random projection) to inf, and the private step after it in a pipeline or a
+    # search refused the data after its own charge, exactly when a record was on the far side
+    from skdp.preprocessing import PrivateStandardScaler
+
+    big = np.finfo(np.float32).max
+    R = 3.0e38
+    X = np.zeros((1000, 2), dtype=np.float32)
+    X[:, 0], X[:, 1] = -0.99 * R, 1e37
+    far = np.array([[0.99 * R, 0.0]], dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # silently, too
+        pca = PrivatePCA(n_components=1, data_norm=R, epsilon=20.0, delta=1e-6,
+                         random_state=0).fit(X)
+        assert np.abs(pca.transform(far)).max() == big  # inf before: saturated now
+        assert pca.transform(far).dtype == np.float32
+        scaler = PrivateStandardScaler(bounds=(-R, R), epsilon=5.0, random_state=0).fit(
+            np.full((1000, 1), -0.99 * R, dtype=np.float32))
+        out = scaler.transform(far[:, :1])
+        assert np.isfinite(out).all() and out.dtype == np.float32
+        rp = PrivateRandomProjection(n_components=1, data_norm=2.0**128, random_state=0,
+                                     allow_float_sketch=True).fit(X.astype(np.float64))
+        # (|x . v| <= data_norm_ exceeds the float32 range only by rounding: a stand-in
+        # component of norm 2 makes the product overflow)
+        rp.components_ = np.array([[2.0, 0.0]])
+        assert np.abs(rp.transform(far)).max() == big
+    # whitening a component whose noisy variance is clamped: |x . v| / sqrt(eps) in float32
+    Xw = np.zeros((2000, 2))
+    Xw[:, 0] = np.random.default_rng(0).uniform(-0.5, 0.5, 2000) * 1e25
+    for seed in range(50):
+        pca = PrivatePCA(n_components=2, whiten=True, data_norm=1e25, epsilon=1.0,
+                         random_state=seed).fit(Xw.astype(np.float32))
+        if pca.explained_variance_[1] == 0.0:
+            break
+    assert pca.explained_variance_[1] == 0.0
+    Z = pca.transform(np.array([[0.0, 0.9e25]], dtype=np.float32))
+    assert np.isfinite(Z).all() and np.abs(Z).max() == big
+    Z64 = pca.transform(np.array([[0.0, 0.9e25]]))  # float64: the value itself
+    assert Z64.dtype == np.float64 and np.abs(Z64).max() > big

@@ -135,7 +135,8 @@ from .._dask import validate_fit_data
 from .._stats import (UNIT_ROUNDOFF, check_unit_sample_weight, check_weight_structure,
                       clipped_gram, computed_row_bound, gram_rounding_bound)
 from .._validation import (call_without_values, check_data_norm, check_epsilon_delta,
-                           clip_rows_for_transform, is_sparse_input, validate_private_data)
+                           clip_rows_for_transform, is_sparse_input, saturate,
+                           validate_private_data)
 from ..mechanisms import Query, calibrate, get_mechanism
 from ..mechanisms.selection import applicable_names
 
@@ -650,12 +651,15 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
                                   dtype=[np.float64, np.float32], reset=False)
         X = clip_rows_for_transform(X, self.data_norm_)  # rows beyond the bound, as in fit
         V = self.components_.astype(X.dtype, copy=False)
-        # X V^T - mean V^T: no centred (dense) copy of a sparse X
-        Xt = np.asarray(X @ V.T)
-        Xt -= (self.mean_ @ self.components_.T).astype(X.dtype)
+        # X V^T - mean V^T: no centred (dense) copy of a sparse X; the narrow projection is
+        # centred and whitened in float64 and saturated to X's dtype (a float32 value inside
+        # the public bound would otherwise overflow to inf: skdp._validation.saturate)
+        with np.errstate(over="ignore"):  # (numpy warns of a float32 product's overflow)
+            Xt = np.asarray(X @ V.T).astype(np.float64, copy=False)
+        Xt -= self.mean_ @ self.components_.T
         if self.whiten:
-            Xt /= self._whiten_scale().astype(X.dtype)
-        return Xt
+            Xt /= self._whiten_scale()
+        return saturate(Xt, X.dtype)
 
     def inverse_transform(self, X):
         """Map projections back to the input space.

@@ -89,7 +89,7 @@ from sklearn.utils.validation import FLOAT_DTYPES, check_is_fitted
 
 from .._budget import PrivacyBudget
 from .._validation import (MAX_PUBLIC_BOUND, MIN_PUBLIC_BOUND, _leak_warning, check_epsilon_delta,
-                           validate_private_data)
+                           saturate, validate_private_data)
 from ..base import PrivateEstimatorMixin, private_fit
 from ..linear_model._rows import row_norms_any
 from ..mechanisms._discrete import bernoulli_exp_neg_fraction
@@ -349,7 +349,9 @@ class PrivateRowNormScaler(OneToOneFeatureMixin, TransformerMixin, PrivateEstima
                                   reset=False)
         # (1 / norm_) min(1, norm_ / ||x||) = 1 / max(norm_, ||x||): no overflow for huge rows
         factor = 1.0 / np.maximum(row_norms_any(X), self.norm_)
-        factor = factor.astype(X.dtype, copy=False)
+        # (at most 2^128, for norm_ at the bottom of the public range: float32 saturates, no
+        # inf and no cast warning that only a row shorter than 1 / 3.4e38 would trigger)
+        factor = saturate(factor, X.dtype)
         if sparse.issparse(X):
             return sparse.diags(factor) @ X if X.format == "csr" else (sparse.diags(factor) @ X).tocsc()
         return X * factor[:, None]

@@ -120,7 +120,7 @@ from sklearn.utils.sparsefuncs import inplace_column_scale
 from sklearn.utils.validation import FLOAT_DTYPES, check_array, check_is_fitted, validate_data
 
 from .._budget import PrivacyBudget
-from .._validation import (MAX_PUBLIC_BOUND, _leak_warning, call_without_values,
+from .._validation import (MAX_PUBLIC_BOUND, _leak_warning, call_without_values, saturate,
                            check_epsilon_delta, is_sparse_input, validate_private_data)
 from .._filter import release_curve
 from ..base import PrivateEstimatorMixin, private_fit
@@ -595,13 +595,19 @@ class PrivateStandardScaler(PrivateEstimatorMixin, OneToOneFeatureMixin, Transfo
                     "docstring for motivation and alternatives."
                 )
             if self.scale_ is not None:
-                inplace_column_scale(X, 1.0 / self.scale_)
+                with np.errstate(over="ignore"):
+                    inplace_column_scale(X, 1.0 / self.scale_)
+                saturate(X.data)
             return X
-        if self.mean_ is not None:
-            X -= self.mean_.astype(X.dtype, copy=False)
-        if self.scale_ is not None:
-            X /= self.scale_.astype(X.dtype, copy=False)
-        return X
+        # float32: a value inside the bounds (up to 2^128) can overflow the centring or the
+        # scaling; it saturates (skdp._validation.saturate), silently: an inf, or a warning,
+        # would tell a private step after this one that some record held such a value
+        with np.errstate(over="ignore"):
+            if self.mean_ is not None:
+                X -= self.mean_.astype(X.dtype, copy=False)
+            if self.scale_ is not None:
+                X /= self.scale_.astype(X.dtype, copy=False)
+        return saturate(X)
 
     def inverse_transform(self, X):
         """Undo :meth:`transform`: ``X * scale_ + mean_``.
