@@ -1193,3 +1193,24 @@ def test_float32_transforms_saturate_inside_the_public_bounds():
     assert np.isfinite(Z).all() and np.abs(Z).max() == big
     Z64 = pca.transform(np.array([[0.0, 0.9e25]]))  # float64: the value itself
     assert Z64.dtype == np.float64 and np.abs(Z64).max() > big
+
+
+def test_lowered_C_warning_names_no_value_of_an_inferred_bound():
+    # review 19, f4: with data_norm inferred, the objective route's limit on C follows the
+    # largest row, and the warning printed C_ (0.314 vs 0.0349 when one record was 3x longer)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 3))
+    X /= np.linalg.norm(X, axis=1)[:, None]
+    y = (X[:, 0] > 0).astype(int)
+    texts = []
+    for longest in (1.0, 3.0):
+        Xi = X.copy()
+        Xi[0] *= longest
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            est = PrivateLogisticRegression(classes=[0, 1], perturbation="objective", C=1e3,
+                                            random_state=0).fit(Xi, y)
+        texts.append(sorted(str(w.message) for w in rec if w.category is UserWarning))
+        assert any("the fitted C_" in t for t in texts[-1])
+        assert est.C_ < 1e3
+    assert texts[0] == texts[1]

@@ -1369,17 +1369,20 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
             if reason is not None:
                 raise ValueError(f"mechanism {self.mechanism!r} cannot be used here: {reason}.")
 
-    def _warn_lowered_C(self, C_used, n, eps, warned):
+    def _warn_lowered_C(self, C_used, n, eps, warned, inferred=False):
         """Warn when the objective route lowers an explicit ``C`` (public: n, epsilon, the
-        shape); once per fit, before the charge where the bounds are given."""
+        shape); once per fit, before the charge where the bounds are given. With an inferred
+        bound (``inferred``) the limit follows the data's largest row: the message then names
+        no value of it (``C_`` holds it, released with the inferred bound)."""
         if (self.perturbation != "objective" or isinstance(self.C, str)
                 or not C_used < float(self.C) * (1.0 - 1e-9)):
             return
         warned.append(True)
+        used = "the fitted C_" if inferred else f"C_={C_used:.3g}"
         warnings.warn(
             f"{type(self).__name__}: C={self.C!r} is above what objective perturbation allows at "
             f"n={n} and epsilon={eps:g}: its Jacobian term needs that much regularisation "
-            f"(Iyengar et al. 2019), so C_={C_used:.3g} is used and any larger C gives the same "
+            f"(Iyengar et al. 2019), so {used} is used and any larger C gives the same "
             "model. Search C below it, or use C='auto'.", UserWarning, stacklevel=6)
 
     def _curve(self, n, d, classes, sparse=False, warned_C=None):
@@ -1549,8 +1552,8 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
         # the regularisation used: objective perturbation may raise an explicit C's (its
         # Jacobian term's need at this n and epsilon, "Budget split" above)
         self.C_ = 1.0 / (n * info["regularization"])
-        if not warned_C:  # (bounds inferred: decided now from the same public inputs)
-            self._warn_lowered_C(self.C_, n, eps, [])
+        if not warned_C:  # (bounds inferred: decided now, the inferred bound named nowhere)
+            self._warn_lowered_C(self.C_, n, eps, [], inferred=True)
         self.data_norm_ = data_norm
         self.noise_spec_ = specs if len(specs) > 1 else specs[0]
         self.privacy_info_ = info
