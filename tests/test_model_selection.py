@@ -2009,3 +2009,25 @@ def test_a_frozen_encoder_that_raises_on_unknown_categories_is_refused():
         PrivateGridSearchCV(pipe, {"clf__C": [0.1]}, epsilon=1.0, accountant=ledger).fit(
             X, (X[:, 0] > 0).astype(int))
     assert ledger.spends == []
+
+
+def test_an_unledgered_search_shares_no_stream_with_a_fit_given_the_same_seed():
+    # review 19, f5: the root of an unledgered seeded search was SeedSequence(seed), so its
+    # children (spawn keys (0,) .. (4,)) were the streams of fits given the same seed and
+    # charged to a ledger at serials 0 .. 4 (the score noise was serial 3's)
+    from skdp._validation import fit_generator
+    from skdp.model_selection._search import _search_seed_sequence
+
+    class Spend:
+        def __init__(self, serial):
+            self.serial = serial
+
+    seed = 5
+    fits = [fit_generator(seed, Spend(k)).integers(0, 2**63, 4) for k in range(8)]
+    fits.append(fit_generator(seed).integers(0, 2**63, 4))  # no ledger
+    root = _search_seed_sequence(seed, None)
+    searches = [np.random.default_rng(root).integers(0, 2**63, 4)]
+    searches += [np.random.default_rng(c).integers(0, 2**63, 4) for c in root.spawn(5)]
+    for a in fits:
+        for b in searches:
+            assert not np.array_equal(a, b)

@@ -279,6 +279,13 @@ def _forget_seeds(est):
             setattr(obj, "random_state", None)  # as set_params would, without revalidation
 
 
+#: the spawn key of an unledgered seeded search's root: its children, ``(key, i)``, are
+#: never the stream of a fit given the same seed (a ledgered fit's ``(serial,)``, an
+#: unledgered fit's ``()``); with ``()`` here the score noise of a search seeded 5 was the
+#: noise of a fit seeded 5 and charged at serial 3 (review 19, f5)
+_UNLEDGERED_SEARCH_KEY = 2**62
+
+
 def _search_seed_sequence(random_state, spend):
     """The search's root seed sequence (see :func:`skdp._validation.fit_generator`)."""
     if random_state is None:
@@ -286,7 +293,8 @@ def _search_seed_sequence(random_state, spend):
     serial = getattr(spend, "serial", -1)
     if serial is not None and serial >= 0:  # every kind of seed: clones on one ledger differ
         return np.random.SeedSequence(seed_entropy(random_state), spawn_key=(int(serial),))
-    return np.random.SeedSequence(seed_entropy(random_state))  # an int, or 4 x 63 bits drawn
+    # an int, or 4 x 63 bits drawn
+    return np.random.SeedSequence(seed_entropy(random_state), spawn_key=(_UNLEDGERED_SEARCH_KEY,))
 
 
 def _sub_estimators(est):
