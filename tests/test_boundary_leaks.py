@@ -1214,3 +1214,21 @@ def test_lowered_C_warning_names_no_value_of_an_inferred_bound():
         assert any("the fitted C_" in t for t in texts[-1])
         assert est.C_ < 1e3
     assert texts[0] == texts[1]
+
+
+def test_ols_string_labels_are_converted_without_values_and_checked_finite():
+    # review 18, F1/F5: scikit-learn's y_numeric converts only object labels; a numpy string y
+    # reached np.asarray(y, float64), whose error quoted the label, and "nan" / "inf" strings
+    # skipped the finiteness check ("inf" was clipped silently)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3)) / 3
+    y = np.clip(X[:, 0], -1, 1).astype(str)
+    for bad, match in (("SSN=078-05-1120", "cannot be converted to float"),
+                       ("nan", "NaN or infinity"), ("inf", "NaN or infinity")):
+        yb = y.copy()
+        yb[7] = bad
+        for labels in (yb, list(yb)):
+            with pytest.raises(ValueError, match=match) as err:
+                PrivateOLS(data_norm=1.0, label_bound=1.0, delta=1e-6).fit(X, labels)
+            assert "078-05" not in str(err.value)
+    assert PrivateOLS(data_norm=1.0, label_bound=1.0, delta=1e-6).fit(X, y).coef_.shape == (3,)

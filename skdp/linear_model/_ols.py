@@ -12,7 +12,7 @@ from scipy import linalg
 from scipy.stats import norm
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _num_samples, check_is_fitted
+from sklearn.utils.validation import _num_samples, assert_all_finite, check_is_fitted
 
 from .._budget import PrivacyBudget
 from .._dask import check_dask_finite, is_dask_collection, scale_labels, validate_fit_data
@@ -23,6 +23,7 @@ from .._filter import release_curve
 from .._validation import (
     MAX_PUBLIC_BOUND,
     MIN_PUBLIC_BOUND,
+    call_without_values,
     is_sparse_input,
     check_data_norm,
     check_epsilon_delta,
@@ -381,6 +382,13 @@ def _psd_solve(A, b, ridge=0.0, floor=0.0, free_last=False):
     tol = max(w.max(initial=0.0), 1e-300) * A.shape[0] * np.finfo(float).eps
     inv = np.where(w > tol, 1.0 / np.where(w > tol, w, 1.0), 0.0)
     return V @ (inv * (V.T @ b))
+
+
+def _float_labels(y):
+    """``y`` as float64, refused (``Input y contains NaN or infinity``) unless finite."""
+    y = np.asarray(y, dtype=np.float64)
+    assert_all_finite(y, input_name="y")
+    return y
 
 
 class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
@@ -952,7 +960,9 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         X, y = validate_fit_data(self, X, y, requires_y=True, accept_sparse=["csr", "csc"],
                                  y_numeric=True, dtype=[np.float64, np.float32])
         if not is_dask_collection(X):  # dask: the blocks stay on the workers (skdp._dask)
-            y = np.asarray(y, dtype=np.float64)
+            # (a string y passes scikit-learn's y_numeric unconverted: numpy's error would
+            # quote a label, and "nan" / "inf" strings would skip the finiteness check)
+            y = call_without_values(_float_labels, y, name="y", spent=True)
         n, p0 = X.shape
         if method == "mean" and self.data_norm is None:
             data_norm = 1.0  # unused: this route never reads the features (nothing is inferred)
