@@ -1232,3 +1232,14 @@ def test_ols_string_labels_are_converted_without_values_and_checked_finite():
                 PrivateOLS(data_norm=1.0, label_bound=1.0, delta=1e-6).fit(X, labels)
             assert "078-05" not in str(err.value)
     assert PrivateOLS(data_norm=1.0, label_bound=1.0, delta=1e-6).fit(X, y).coef_.shape == (3,)
+
+
+def test_scale_by_bounds_refuses_a_cell_without_its_value():
+    # review 18, F3: scale_by_bounds runs on private rows (a FunctionTransformer ahead of a
+    # private step) and numpy's conversion error quoted the cell
+    from skdp.preprocessing import scale_by_bounds
+
+    X = np.array([[1.0, "patient-4711 HIV+"], [2.0, 3.0]], dtype=object)
+    with pytest.raises(ValueError, match="cannot be converted to float") as err:
+        scale_by_bounds(X, bounds=([0, 0], [10, 10]))
+    assert "4711" not in str(err.value) and err.value.__context__ is None

@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from .._validation import check_positive_finite
+from .._validation import call_without_values, check_positive_finite
 
 __all__ = ["data_norm_from_bounds", "scale_by_bounds"]
 
@@ -117,6 +117,8 @@ def scale_by_bounds(X, bounds):
     :func:`data_norm_from_bounds` for ``([-1] * d, [1] * d)``. Use it in a
     pipeline through :class:`sklearn.preprocessing.FunctionTransformer`
     (``FunctionTransformer(scale_by_bounds, kw_args={"bounds": bounds})``).
+    A cell that is not a number is refused without its value; NaN passes
+    through (the private step after it refuses it).
 
     Parameters
     ----------
@@ -135,7 +137,9 @@ def scale_by_bounds(X, bounds):
     array([[-1.,  0.],
            [ 1., -1.]])
     """
-    X = np.asarray(X, dtype=np.float64)
+    # (without values: numpy's error would quote the cell that is not a number, and this runs
+    # on private rows, ahead of a private step's charge)
+    X = call_without_values(np.asarray, X, dtype=np.float64, name="X")
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D, got shape {X.shape}.")
     lower, upper = _as_bounds(bounds)
