@@ -1243,3 +1243,22 @@ def test_scale_by_bounds_refuses_a_cell_without_its_value():
     with pytest.raises(ValueError, match="cannot be converted to float") as err:
         scale_by_bounds(X, bounds=([0, 0], [10, 10]))
     assert "4711" not in str(err.value) and err.value.__context__ is None
+
+
+@pytest.mark.parametrize("n", [50, 197])
+def test_grid_sketch_never_wraps_its_factor_around_int64(n):
+    # review 18, F2: the long-double plan bounded the factor's grid integers |F / p_F| only by
+    # their digits; at d = 1 and small n they passed 2^63 and the int64 cast wrapped around
+    # (a RuntimeWarning after the charge, at n = 197 for some data sets only) and the release
+    # read no row: the sketch of X was the sketch of zeros under the same seed
+    from skdp.mechanisms.ndis import sketch_plan
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0.2, 1.0, size=(n, 1))
+    plan, _ = sketch_plan(n, 1, PrivateRandomProjection()._sketch_rows(1), 1.0, 1e-6, 1.0)
+    assert plan is not None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        a = PrivateRandomProjection(data_norm=1.0, delta=1e-6, random_state=0).fit(X)
+        b = PrivateRandomProjection(data_norm=1.0, delta=1e-6, random_state=0).fit(0 * X)
+    assert not np.array_equal(a.sketch_, b.sketch_)  # (the same noise: the rows count)

@@ -994,6 +994,8 @@ def grid_sketch_plan(n, d, r, data_norm, sigma, epsilon, *, cholesky="longdouble
         return None
     if exact and F_max >= 2**130:  # the decimal quotient's rounding (see _cholesky_decimal_grid)
         return None
+    if not exact and F_max >= 2**62:  # the long-double factor's integers are cast to int64
+        return None  # (beyond it the cast wrapped around, silently, and the release read no row)
     tv = tv_factor + tv_normals + tv_noise
     return dict(n=n, d=d, r=r, data_norm=float(data_norm), sigma=float(sigma), m=m, s2=s2,
                 cholesky=cholesky,
@@ -1328,7 +1330,11 @@ def grid_sketch(X, plan, rng, *, chunk_size=10_000):
         Fint = _cholesky_decimal_grid(G, p_F)
     else:
         F = _cholesky_longdouble(G)  # G's entries are below 2^62: exact in long double
-        Fint = None if F is None else np.rint(F / np.longdouble(p_F)).astype(np.int64)
+        Fint = None if F is None else np.rint(F / np.longdouble(p_F))
+        if Fint is not None and not np.max(np.abs(Fint)) < 2.0**62:  # excluded by the plan
+            raise RuntimeError("grid_sketch: the factor exceeds the plan's integer range; "
+                               "this contradicts the plan's bound.")
+        Fint = None if Fint is None else Fint.astype(np.int64)
     if Fint is None:  # excluded by a <= 1/2 (lambda_min >= s2)
         raise RuntimeError("grid_sketch: Cholesky failed on a matrix with public lambda_min; "
                            "this contradicts the plan's error bound.")
