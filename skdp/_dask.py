@@ -184,18 +184,19 @@ def _block_apply(fn, xb, yb, wb, params, kwargs):
     """
     from ._stats import AugmentedRows
 
-    xb = _convert_block(xb, "X")
-    ok = bool(np.all(np.isfinite(xb)))
-    if yb is not None:
-        yb = _convert_block(yb, "y", np.float64)
-        ok = ok and bool(np.all(np.isfinite(yb)))
-    if wb is not None:
-        wb = _convert_block(wb, "sample_weight", np.float64)
-    if not ok:
-        return None, False
-    rows = AugmentedRows(xb, params["data_norm"], y=yb, label_bound=params["label_bound"],
-                         intercept=params["intercept"], sample_weight=wb)
-    return fn(rows, **kwargs), True
+    with np.errstate(all="ignore"):  # a worker's error state decides nothing (skdp.base)
+        xb = _convert_block(xb, "X")
+        ok = bool(np.all(np.isfinite(xb)))
+        if yb is not None:
+            yb = _convert_block(yb, "y", np.float64)
+            ok = ok and bool(np.all(np.isfinite(yb)))
+        if wb is not None:
+            wb = _convert_block(wb, "sample_weight", np.float64)
+        if not ok:
+            return None, False
+        rows = AugmentedRows(xb, params["data_norm"], y=yb, label_bound=params["label_bound"],
+                             intercept=params["intercept"], sample_weight=wb)
+        return fn(rows, **kwargs), True
 
 
 def _scale_label_block(block, bound, scale):

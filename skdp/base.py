@@ -270,18 +270,39 @@ def discard_fitted_state(estimator):
         delattr(estimator, name)
 
 
+def fixed_float_state(method):
+    """Decorator: ``method`` runs with every floating-point error ignored, whatever the
+    process's ``np.seterr``.
+
+    Code that reads private data must not let the error state decide what it does: under
+    an application's ``np.seterr(under="raise")`` a denormal record made a fit raise
+    ``FloatingPointError`` after its charge (and ``"warn"`` made it warn) while its
+    neighbour fitted silently. Non-finite results are checked explicitly where they matter
+    (the statistics' finiteness checks), never signalled.
+    """
+
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        with np.errstate(all="ignore"):
+            return method(*args, **kwargs)
+
+    return wrapper
+
+
 def private_fit(fit):
     """Decorator: a fit that raises leaves nothing that looks fitted.
 
     Wrap it outside ``sklearn.base._fit_context``. On any exception every
     fitted attribute (old ones from a previous fit included) is removed before
-    the exception propagates.
+    the exception propagates. The fit runs in a fixed floating-point error state
+    (:func:`fixed_float_state`).
     """
+    fit_quietly = fixed_float_state(fit)
 
     @functools.wraps(fit)
     def wrapper(self, *args, **kwargs):
         try:
-            return fit(self, *args, **kwargs)
+            return fit_quietly(self, *args, **kwargs)
         except BaseException:
             discard_fitted_state(self)
             raise

@@ -16,7 +16,7 @@ from ._stats import AugmentedRows, check_unit_sample_weight, check_weight_struct
 from ._validation import (call_without_values, check_data_norm, check_epsilon_delta,
                           clip_rows_for_transform, saturate, validate_private_data)
 from .exceptions import PrivacyGuaranteeWarning
-from .base import PrivateEstimatorMixin, private_fit
+from .base import PrivateEstimatorMixin, fixed_float_state, private_fit
 from .mechanisms.ndis import DECIMAL_CHOLESKY_MAX_D, private_sketch, sketch_plan
 from .decomposition._pca import _svd_flip_rows
 
@@ -321,6 +321,7 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
         self.singular_values_ = s[:k].copy()
         return self
 
+    @fixed_float_state  # (private rows: no error state may decide what happens)
     def transform(self, X):
         """Project rows onto the private components: ``X @ components_.T``.
 

@@ -130,7 +130,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._filter import release_curve
-from ..base import PrivateEstimatorMixin, private_fit
+from ..base import PrivateEstimatorMixin, fixed_float_state, private_fit
 from .._dask import validate_fit_data
 from .._stats import (UNIT_ROUNDOFF, check_unit_sample_weight, check_weight_structure,
                       clipped_gram, computed_row_bound, gram_rounding_bound)
@@ -631,6 +631,7 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
         scale = np.sqrt(self.explained_variance_)
         return np.maximum(scale, np.finfo(float).eps)
 
+    @fixed_float_state  # (private rows: no error state may decide what happens)
     def transform(self, X):
         """Project X on the private principal axes.
 

@@ -90,7 +90,7 @@ from sklearn.utils.validation import FLOAT_DTYPES, check_is_fitted
 from .._budget import PrivacyBudget
 from .._validation import (MAX_PUBLIC_BOUND, MIN_PUBLIC_BOUND, _leak_warning, check_epsilon_delta,
                            saturate, validate_private_data)
-from ..base import PrivateEstimatorMixin, private_fit
+from ..base import PrivateEstimatorMixin, fixed_float_state, private_fit
 from ..linear_model._rows import row_norms_any
 from ..mechanisms._discrete import bernoulli_exp_neg_fraction
 
@@ -333,6 +333,7 @@ class PrivateRowNormScaler(OneToOneFeatureMixin, TransformerMixin, PrivateEstima
         self.n_candidates_ = int(cand.size)
         return self
 
+    @fixed_float_state  # (private rows: no error state may decide what happens)
     def transform(self, X):
         """Rows divided by ``norm_``, those above norm 1 scaled down to 1.
 

@@ -123,7 +123,7 @@ from .._budget import PrivacyBudget
 from .._validation import (MAX_PUBLIC_BOUND, _leak_warning, call_without_values, saturate,
                            check_epsilon_delta, is_sparse_input, validate_private_data)
 from .._filter import release_curve
-from ..base import PrivateEstimatorMixin, private_fit
+from ..base import PrivateEstimatorMixin, fixed_float_state, private_fit
 from ..mechanisms import Query, calibrate
 
 __all__ = ["PrivateStandardScaler", "moment_weight", "moment_sensitivities"]
@@ -564,6 +564,7 @@ class PrivateStandardScaler(PrivateEstimatorMixin, OneToOneFeatureMixin, Transfo
         return self
 
     # ------------------------------------------------------------------
+    @fixed_float_state  # (private rows: no error state may decide what happens)
     def transform(self, X):
         """Standardise X with the private ``mean_`` and ``scale_``, after clipping it to ``bounds_``.
 
