@@ -220,10 +220,24 @@ def has_duplicate_entries(X):
 
 
 def canonical_sparse(X):
-    """``X``, or a copy with its duplicate entries summed if it stores some (memory ~ nnz)."""
+    """``X``, or a float64 copy with its duplicate entries summed if it stores some (memory
+    ~ nnz).
+
+    Summed in float64 (in float32, two finite 3e38 made inf) and refused, like a NaN,
+    when a sum leaves the float64 range: the stored values were each finite, and the sum
+    had failed later with misleading errors and a warning (after the charge: it is a
+    value check, like every finiteness check of the rows).
+    """
     if has_duplicate_entries(X):
-        X = X.copy()
-        X.sum_duplicates()
+        X = X.astype(np.float64)  # (a copy)
+        with np.errstate(over="ignore", invalid="ignore"):
+            X.sum_duplicates()
+        if not np.all(np.isfinite(X.data)):
+            from ._validation import _SPENT_NOTE
+
+            raise ValueError("Input X contains NaN or infinity: duplicate entries of one "
+                             "(row, column) sum beyond the float64 range. The values are not "
+                             "shown: they are private data." + _SPENT_NOTE)
     return X
 
 

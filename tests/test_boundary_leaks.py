@@ -1292,3 +1292,40 @@ def test_the_process_error_state_decides_nothing(make, needs_y):
                 est.transform(Xd)
     finally:
         np.seterr(**old)
+
+
+def test_sparse_duplicate_entries_are_summed_in_float64():
+    # review 18, F6: duplicates were summed in the input's dtype after the charge; two stored
+    # float32 3e38 made inf and each estimator failed with a different misleading error (and
+    # a RuntimeWarning), two float64 1e308 likewise: a finite float64 sum now fits, one beyond
+    # the float64 range is refused like a NaN
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3)) / 3
+    y = (X[:, 0] > 0).astype(int)
+
+    def with_duplicate(value, dtype):  # row 5 stores (5, 0) twice, as value
+        Xd = X.copy()
+        Xd[5] = [value, 0.0, 0.0]
+        A = sp.csr_matrix(Xd.astype(dtype))
+        k = A.indptr[5]
+        data = np.insert(A.data, k, A.data[k])
+        indices = np.insert(A.indices, k, 0)
+        indptr = A.indptr.copy()
+        indptr[6:] += 1
+        return sp.csr_matrix((data, indices, indptr), shape=X.shape)
+
+    makers = [lambda: PrivateLogisticRegression(data_norm=1.0, classes=[0, 1]),
+              lambda: PrivateOLS(data_norm=1.0, label_bound=1.0, delta=1e-6),
+              lambda: PrivatePCA(n_components=2, data_norm=1.0, delta=1e-6),
+              lambda: PrivateRandomProjection(n_components=2, data_norm=1.0, delta=1e-6)]
+    for make in makers:
+        target = y if not isinstance(make(), PrivateOLS) else np.clip(X[:, 0], -1, 1)
+        Xs = with_duplicate(3e38, np.float32)
+        assert not Xs.has_canonical_format
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            make().set_params(random_state=0).fit(Xs, target)
+        with pytest.raises(ValueError, match="NaN or infinity: duplicate entries"):
+            make().fit(with_duplicate(1e308, np.float64), target)
