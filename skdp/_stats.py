@@ -619,9 +619,12 @@ def check_weight_structure(sample_weight, n, estimator=None):
     charge by :func:`check_unit_sample_weight`. A scalar weight (one value
     for every record, a setting) is checked against ``[0, 1]`` here.
     """
-    from ._validation import _public_ndim, check_known_chunks
+    from ._validation import _check_public_dtype, _public_ndim, check_known_chunks
 
     check_known_chunks(sample_weight, "sample_weight")
+    if sample_weight is not None and not np.isscalar(sample_weight):
+        # complex, string, date or void weights: refused by their declared dtype
+        _check_public_dtype(sample_weight, "sample_weight", "cUSMmV")
     who = f"{type(estimator).__name__}: " if estimator is not None else ""
     sample_weight = _scalar_weight(sample_weight)
     if sample_weight is not None and np.isscalar(sample_weight):

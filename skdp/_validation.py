@@ -356,16 +356,34 @@ def is_sparse_input(X):
     return len(dtypes) > 0 and all(isinstance(dt, SparseDtype) for dt in dtypes)
 
 
+#: pandas extension dtypes whose values never convert to float (their kind is "O")
+_NEVER_NUMERIC = ("PeriodDtype", "IntervalDtype")
+
+
 def _check_public_dtype(A, name, refused):
     """Refuse, from the declared dtype(s) alone, kinds that the validation of the data refuses
-    after the charge: complex (X and y), strings, dates and void (X). Object columns are
-    left to that validation (their values decide)."""
+    after the charge: complex (X, y and weights), strings, dates and void (X), pandas
+    periods and intervals (X), and any kind but numbers and booleans for a dask collection
+    (whose declared dtype is all its validation reads). ``np.matrix`` and masked arrays
+    are refused by type (scikit-learn refuses the first after the charge; the mask of the
+    second would be ignored). Object columns of other inputs are left to that validation
+    (their values decide)."""
+    if isinstance(A, np.matrix):
+        raise TypeError(f"np.matrix is not supported: pass {name} as np.asarray({name}) "
+                        "(decided by its type, before the budget is charged).")
+    if isinstance(A, np.ma.MaskedArray):
+        raise TypeError(f"masked arrays are not supported: {name}'s mask would be ignored; "
+                        "fill the masked entries with a public constant first (decided by its "
+                        "type, before the budget is charged).")
     dtypes = getattr(A, "dtypes", None)  # a DataFrame's columns
     if dtypes is None or not hasattr(dtypes, "__iter__"):
         dtypes = [getattr(A, "dtype", None)]
+    dask = type(A).__module__.split(".")[0] == "dask" and hasattr(A, "__dask_graph__")
     for dtype in dtypes:
         kind = getattr(dtype, "kind", None)
-        if isinstance(kind, str) and kind in refused:
+        never = type(dtype).__name__ in _NEVER_NUMERIC and "U" in refused
+        if (isinstance(kind, str) and kind in refused) or never or (
+                dask and isinstance(kind, str) and kind not in "biuf"):
             what = "Complex data" if kind == "c" else f"{name} of dtype {dtype}"
             raise ValueError(f"{what} not supported: {name} must be real numbers (its declared "
                              "dtype decides, before the budget is charged).")
@@ -405,6 +423,9 @@ def check_public_structure(X, y=None, *, estimator=None, requires_y=False):
     _check_public_dtype(X, "X", "cUSMmV")
     if y is not None:
         _check_public_dtype(y, "y", "c")
+        if requires_y and _public_ndim(y) == 0:
+            raise ValueError("y should be a 1d array, got a scalar instead: y holds one target "
+                             "per row of X.")
     n, d = public_shape(X)
     if d == 0:
         shape = (n, 0) if n is not None else "(n_samples, 0)"
@@ -637,6 +658,33 @@ def check_classes(classes, estimator=None):
                          "integers within the int64 range (scikit-learn reads these floats as "
                          "continuous values).")
     return uniq
+
+
+def check_label_kind(y, classes, estimator=None):
+    """Before the charge: refuse labels whose declared dtype can never match the public
+    ``classes`` (numbers against strings, or strings against numbers).
+
+    Reads the declared dtype of ``y`` only (a numpy array or a pandas Series; lists and
+    object labels are left to :func:`encode_labels`, their values decide). Every label
+    of such a ``y`` would be refused after the charge as "not in the declared classes".
+    """
+    if classes is None:
+        return
+    kind = getattr(getattr(y, "dtype", None), "kind", None)
+    if getattr(getattr(y, "dtype", None), "name", None) == "string":  # pandas StringDtype
+        kind = "U"
+    if not isinstance(kind, str):
+        return
+    numeric_classes = classes.dtype.kind in "biuf"
+    string_classes = classes.dtype.kind in "US" or (
+        classes.dtype.kind == "O" and all(isinstance(c, str) for c in classes.tolist()))
+    if (numeric_classes and kind in "US") or (string_classes and kind in "biuf"):
+        who = f"{type(estimator).__name__}: " if estimator is not None else ""
+        what = "strings" if kind in "US" else "numbers"
+        declared = "numbers" if numeric_classes else "strings"
+        raise ValueError(f"{who}y holds {what} (its dtype is {y.dtype}) and the declared classes "
+                         f"are {declared}: no label could match. Convert y or classes (decided "
+                         "by the dtypes, before the budget is charged).")
 
 
 def encode_labels(y, classes, estimator=None):

@@ -1329,3 +1329,50 @@ def test_sparse_duplicate_entries_are_summed_in_float64():
             make().set_params(random_state=0).fit(Xs, target)
         with pytest.raises(ValueError, match="NaN or infinity: duplicate entries"):
             make().fit(with_duplicate(1e308, np.float64), target)
+
+
+@pytest.mark.parametrize("i", range(7))
+def test_structures_and_dtypes_that_never_fit_are_refused_before_the_charge(i):
+    # review 18, F10-F14: each of these is decided by a type, a declared dtype or a number of
+    # dimensions, and was refused after the charge (np.matrix by scikit-learn, with its message
+    # withheld; a 0-d y; pandas periods and intervals; complex weights; on dask, an object X,
+    # a string y or complex weights; labels of a kind the declared classes can never match)
+    pd = pytest.importorskip("pandas")
+    da = pytest.importorskip("dask.array")
+    X = np.random.default_rng(0).uniform(-0.3, 0.3, (100, 3))
+    y = (X[:, 0] > 0).astype(int)
+    w = np.full(100, 0.5)
+    period = pd.DataFrame({"a": X[:, 0], "p": pd.period_range("2020-01", periods=100, freq="M")})
+    interval = pd.DataFrame({"a": X[:, 0], "i": pd.interval_range(0, 100)})
+    dask_ok = i in (3, 4, 6)  # PCA, OLS (ssp), random projection
+    cases = [((np.asmatrix(X), y), {}, "np.matrix"),
+             ((X, np.asmatrix(y).T), {}, "np.matrix"),
+             ((np.ma.masked_array(X, mask=X > 0.2), y), {}, "masked arrays"),
+             ((X, np.array(1)), {}, "got a scalar"),
+             ((period, y), {}, "dtype period"),
+             ((interval, y), {}, "dtype interval"),
+             ((X, y), {"sample_weight": w.astype(complex)}, "Complex data")]
+    if dask_ok:
+        cases += [((da.from_array(X.astype(object), chunks=50), y), {}, "dtype object"),
+                  ((da.from_array(X, chunks=50), da.from_array(y.astype(str), chunks=50)), {},
+                   "dtype <U"),
+                  ((da.from_array(X, chunks=50), y),
+                   {"sample_weight": da.from_array(w.astype(complex), chunks=50)},
+                   "Complex data")]
+    make = _zero_row_makers()[i]
+    if i < 3:  # classifiers: labels that can never match the declared classes
+        cases += [((X, y.astype(str)), {}, "y holds strings"),
+                  ((X, y), {"classes": ["a", "b"]}, "y holds numbers")]
+    for args, extra, match in cases:
+        est = make(1.0)
+        if isinstance(est, (PrivatePCA, PrivateRandomProjection)) and args[1] is not y:
+            continue  # (they ignore y)
+        ledger = BudgetLedger(10.0, 1e-3)
+        params = {k: v for k, v in extra.items() if k != "sample_weight"}
+        est.set_params(accountant=ledger, **params)
+        fit_params = {k: v for k, v in extra.items() if k == "sample_weight"}
+        if fit_params and "sample_weight" not in est.fit.__code__.co_varnames:
+            continue
+        with pytest.raises((ValueError, TypeError), match=match):
+            est.fit(*args, **fit_params)
+        assert ledger.spends == [], (type(est).__name__, match)

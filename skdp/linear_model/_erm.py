@@ -440,6 +440,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._validation import (
     is_sparse_input,
     check_classes,
+    check_label_kind,
     check_data_norm,
     check_epsilon_delta,
     call_without_values,
@@ -1497,6 +1498,7 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
         check_weight_structure(sample_weight, n_pub, self)  # the length only, before the charge
         loss = self._loss()
         classes = check_classes(self.classes, self)
+        check_label_kind(y, classes, self)  # the dtypes only
         warned_C = []  # the lowered-C warning, when the curve's calibration gave it
         budget, rng = self._start_fit(n_pub, d_pub, curve=lambda: self._curve(
             n_pub, d_pub, classes, is_sparse_input(X), warned_C))
