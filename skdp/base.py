@@ -292,15 +292,18 @@ def fixed_float_state(method):
 def private_fit(fit):
     """Decorator: a fit that raises leaves nothing that looks fitted.
 
-    Wrap it outside ``sklearn.base._fit_context``. On any exception every
-    fitted attribute (old ones from a previous fit included) is removed before
-    the exception propagates. The fit runs in a fixed floating-point error state
-    (:func:`fixed_float_state`).
+    Wrap it outside ``sklearn.base._fit_context``. A fit starts from nothing
+    fitted: the attributes of a previous fit are removed first (an attribute
+    that only some routes set, such as ``PrivateOLS``'s ``float_safe_``, had
+    survived a refit by another route). On any exception every fitted attribute
+    is removed before the exception propagates. The fit runs in a fixed
+    floating-point error state (:func:`fixed_float_state`).
     """
     fit_quietly = fixed_float_state(fit)
 
     @functools.wraps(fit)
     def wrapper(self, *args, **kwargs):
+        discard_fitted_state(self)
         try:
             return fit_quietly(self, *args, **kwargs)
         except BaseException:

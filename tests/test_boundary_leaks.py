@@ -1376,3 +1376,19 @@ def test_structures_and_dtypes_that_never_fit_are_refused_before_the_charge(i):
         with pytest.raises((ValueError, TypeError), match=match):
             est.fit(*args, **fit_params)
         assert ledger.spends == [], (type(est).__name__, match)
+
+
+def test_a_refit_keeps_nothing_of_the_previous_fit():
+    # review 18, F16: float_safe_ and delta_reserve_ (set by the sketch route only) survived
+    # a refit by the ssp route, describing a release that the model no longer holds
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3)) / 3
+    y = np.clip(X[:, 0], -1, 1)
+    est = PrivateOLS(method="sketch", data_norm=1.0, label_bound=1.0, delta=1e-6,
+                     random_state=0).fit(X, y)
+    assert hasattr(est, "float_safe_")
+    est.set_params(method="ssp").fit(X, y)
+    fresh = PrivateOLS(method="ssp", data_norm=1.0, label_bound=1.0, delta=1e-6,
+                       random_state=0).fit(X, y)
+    assert sorted(k for k in vars(est) if k.endswith("_")) == sorted(
+        k for k in vars(fresh) if k.endswith("_"))
