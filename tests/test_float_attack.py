@@ -194,11 +194,11 @@ def test_random_projection_releases_on_the_grid_without_warning():
 
 
 def rp_plan(rp, X):
-    from skdp.mechanisms.ndis import _cached_rp_noise_multiplier, grid_sketch_plan
+    """The grid plan of the fit (long-double or decimal factor, as the estimator decides)."""
+    from skdp.mechanisms.ndis import sketch_plan
 
     n, d = X.shape
-    sigma = rp.data_norm_ * _cached_rp_noise_multiplier(rp.epsilon, rp.delta * 0.99, rp.sketch_size_)
-    return grid_sketch_plan(n, d, rp.sketch_size_, rp.data_norm_, sigma, rp.epsilon)
+    return sketch_plan(n, d, rp.sketch_size_, rp.epsilon, rp.delta, rp.data_norm_)[0]
 
 
 def test_random_projection_float_sketch_only_when_allowed():
