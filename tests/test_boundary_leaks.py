@@ -1392,3 +1392,36 @@ def test_a_refit_keeps_nothing_of_the_previous_fit():
                        random_state=0).fit(X, y)
     assert sorted(k for k in vars(est) if k.endswith("_")) == sorted(
         k for k in vars(fresh) if k.endswith("_"))
+
+
+@pytest.mark.parametrize("Cls", CLASSIFIERS)
+@pytest.mark.parametrize("mechanism, epsilon", [("gaussian_continuous", 1e-4),
+                                                ("analytic_gaussian_continuous", 1.0),
+                                                ("product_noise", 50.0)])
+def test_unverified_mechanisms_are_calibrated_before_the_charge(Cls, mechanism, epsilon):
+    # review 18, F8: the objective route's refusal of these mechanisms at delta > 0, decided by
+    # the parameters alone, came after the charge (the pre-charge check and calibration skipped
+    # unverified names)
+    X = _unit_rows(300) / 3
+    y = (X[:, 0] > 0).astype(int)
+    ledger = BudgetLedger(100.0, 1e-3)
+    est = Cls(data_norm=1.0, classes=[0, 1], perturbation="objective", mechanism=mechanism,
+              epsilon=epsilon, delta=1e-6, accountant=ledger)
+    with pytest.raises(ValueError, match="objective perturbation with delta > 0 supports"):
+        est.fit(X, y)
+    assert ledger.spends == []
+
+
+@pytest.mark.parametrize("method", ["ls", "als"])
+def test_unverified_ols_methods_are_calibrated_before_the_charge(method):
+    # review 18, F9: their noise multiplier (public inputs only) was computed after the charge
+    X = _unit_rows(300) / 3
+    y = np.clip(X[:, 0], -1, 1)
+    ledger = BudgetLedger(10.0, 1e-3)
+    est = PrivateOLS(method=method, data_norm=1.0, label_bound=1.0, epsilon=1e-6, delta=1e-12,
+                     accountant=ledger)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the method's PrivacyGuaranteeWarning)
+        with pytest.raises(ValueError, match=f"method='{method}'.* has no noise multiplier"):
+            est.fit(X, y)
+    assert ledger.spends == []

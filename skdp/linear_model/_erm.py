@@ -450,6 +450,7 @@ from .._validation import (
 from .._dask import is_dask_collection
 from .._stats import check_unit_sample_weight, check_weight_structure, computed_row_bound
 from ..base import PrivateEstimatorMixin, private_fit
+from ..exceptions import PrivacyGuaranteeWarning
 from ..mechanisms import Query, calibrate, get_mechanism
 from ..mechanisms._grid import (coarsen_for_samplers, discrete_gaussian_tv_reserve, grid_step,
                                 refine_for_reserve)
@@ -1345,7 +1346,7 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
                 f"mechanism {self.mechanism!r} is not pure: it needs delta > 0 (use delta > 0, "
                 "or a pure mechanism such as 'gamma_norm' or mechanism='auto' for delta = 0)."
             )
-        if (self.perturbation == "objective" and delta > 0 and named and mech.verified
+        if (self.perturbation == "objective" and delta > 0 and named
                 and not mech.pure and self.mechanism != "analytic_gaussian"):
             raise ValueError(
                 f"objective perturbation with delta > 0 supports mechanism='auto', "
@@ -1400,14 +1401,25 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
         that the errors they decide from these public inputs (a ``delta`` too
         small for the floating-point-safe sampler) come before the charge.
         """
-        from .._filter import release_curve
-
         if self.data_norm is None or classes is None or not n or not d:
             return None
         if self.mechanism != "auto":
             mech = get_mechanism(self.mechanism)
             if not (mech.verified and mech.float_safe):
-                return None  # no curve for it (and no second warning from a calibration)
+                # no curve for it; its calibration still runs now, so that what the public
+                # inputs decide is raised before the charge (review 18, F8), without a second
+                # warning about the mechanism
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", PrivacyGuaranteeWarning)
+                    self._route_curve(n, d, classes, sparse, warned_C, curve=False)
+                return None
+        return self._route_curve(n, d, classes, sparse, warned_C)
+
+    def _route_curve(self, n, d, classes, sparse, warned_C, curve=True):
+        """:meth:`_curve` of the route, its bounds given: the calibration from public inputs,
+        and its curve (``curve=False``: the calibration only)."""
+        from .._filter import release_curve
+
         eps, delta = check_epsilon_delta(self.epsilon, self.delta)
         K = 1 if classes.size == 2 else classes.size
         _, R = self._intercept_column(float(self.data_norm))
@@ -1435,7 +1447,7 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
         lam = self._regularization(n, K, p, R, eps, delta)
         gamma = self._tolerance(n, d, K, R, sparse)
         spec, _ = _output_spec(K, p, R, n, lam, gamma, eps, delta, self.mechanism)
-        return release_curve([spec])
+        return release_curve([spec]) if curve else None
 
     # the route's public constants, shared by the fit and its curve before the charge
     def _intercept_column(self, data_norm):

@@ -938,6 +938,20 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                     n, d_public + int(self.fit_intercept) + 1, float(self.data_norm),
                     float(self.data_norm), epsilon, delta)
                 return None
+            if method in ("ls", "als") and d_public:
+                # (unverified, no curve) its noise multiplier is decided by public inputs:
+                # computed now (and cached), so an impossible calibration raises before the charge
+                p_pub = d_public + int(self.fit_intercept)
+                r_pub = int(self._sketch_rows(p_pub))
+                eps_ar, delta_ar = epsilon / 2.0, delta / (1.0 + np.exp(epsilon / 2.0))
+                try:
+                    _cached_ls_multiplier(eps_ar, delta_ar, r_pub, p_pub)
+                except ValueError as exc:
+                    raise ValueError(
+                        f"PrivateOLS(method={method!r}) has no noise multiplier at epsilon="
+                        f"{epsilon:g}, delta={delta:g} with a sketch of r={r_pub} rows ({exc}); "
+                        "raise epsilon or delta, or use method='auto'.") from None
+                return None
             if method == "mean" and self.label_bound is not None:  # (it needs no data_norm)
                 pre["specs"] = [self._mean_spec(n, float(self.label_bound), epsilon,
                                                 sample_weight is not None)]
