@@ -2031,3 +2031,26 @@ def test_an_unledgered_search_shares_no_stream_with_a_fit_given_the_same_seed():
     for a in fits:
         for b in searches:
             assert not np.array_equal(a, b)
+
+
+def test_search_checks_every_rows_labels_and_weights_whatever_the_split():
+    # review 18, F7: the runs checked their training rows only and the scores read the
+    # validation rows unchecked, so whether a bad label or weight was refused depended on the
+    # split's seed, and the refusal blamed X with the estimator's message withheld
+    from skdp.linear_model import PrivateLogisticRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3)) / 3
+    y = (X[:, 0] > 0).astype(int)
+    y_bad = y.copy()
+    y_bad[3] = 7
+    w_bad = np.full(400, 0.5)
+    w_bad[3] = 2.0
+    for seed in range(6):
+        for yy, kw, match in ((y_bad, {}, "y contains labels that are not in the declared"),
+                              (y, {"sample_weight": w_bad}, "sample_weight must lie in")):
+            search = PrivateGridSearchCV(PrivateLogisticRegression(data_norm=1.0, classes=[0, 1]),
+                                         {"C": [0.1, 1.0]}, epsilon=2.0, delta=1e-5,
+                                         strategy="exhaustive", random_state=seed)
+            with pytest.raises(ValueError, match=match):
+                search.fit(X, yy, **kw)

@@ -36,9 +36,10 @@ from sklearn.utils.validation import _num_samples, check_is_fitted, indexable
 from .._budget import PrivacyBudget
 from .._ledger import _Capture, _Captured
 from ..exceptions import PrivacyGuaranteeWarning
-from .._stats import check_weight_structure, rounding_gamma
-from .._validation import (MAX_PUBLIC_BOUND, MIN_PUBLIC_BOUND, call_without_values,
-                           check_public_structure, is_sparse_input, seed_entropy)
+from .._stats import check_unit_sample_weight, check_weight_structure, rounding_gamma
+from .._validation import (_SPENT_NOTE, MAX_PUBLIC_BOUND, MIN_PUBLIC_BOUND, call_without_values,
+                           check_classes, check_public_structure, encode_labels,
+                           is_sparse_input, seed_entropy)
 from .._dask import is_dask_collection
 from ..base import (BOUND_PARAMETERS, PrivateEstimatorMixin, _fits_nothing, private_fit,
                     walk_estimators, warn_large_delta)
@@ -295,6 +296,28 @@ def _search_seed_sequence(random_state, spend):
         return np.random.SeedSequence(seed_entropy(random_state), spawn_key=(int(serial),))
     # an int, or 4 x 63 bits drawn
     return np.random.SeedSequence(seed_entropy(random_state), spawn_key=(_UNLEDGERED_SEARCH_KEY,))
+
+
+def _check_targets_and_weights(final, y, fit_params, X):
+    """After the charge, before the runs: the final estimator's labels (its declared
+    ``classes``) and every ``sample_weight`` (``[0, 1]``), on all rows, with the estimators'
+    own value-free messages (review 18, F7)."""
+    who = "PrivateGridSearchCV: "
+    classes = final.get_params(deep=False).get("classes") if y is not None else None
+    if classes is not None:
+        y_arr = call_without_values(np.asarray, y, name="y", spent=True)
+        if y_arr.ndim == 2 and y_arr.shape[1] == 1:
+            y_arr = y_arr[:, 0]
+        try:
+            encode_labels(y_arr, check_classes(classes), final)
+        except ValueError as exc:
+            raise ValueError(who + str(exc) + _SPENT_NOTE) from None
+    for key, sw in fit_params.items():
+        if sw is not None and (key == "sample_weight" or key.endswith("__sample_weight")):
+            try:
+                check_unit_sample_weight(sw, X, final)
+            except ValueError as exc:
+                raise ValueError(who + str(exc) + _SPENT_NOTE) from None
 
 
 def _sub_estimators(est):
@@ -1262,6 +1285,10 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                                                                   catch=Exception)
                        for idx in (train_idx, val_idx))
         params_tr = _split_fit_params(fit_params, n, train_idx)
+        # the labels and weights of every row are checked once, here (a run checks its
+        # training rows only, and the scores read the validation rows unchecked): whether the
+        # search refuses a bad record no longer depends on the part the split put it in
+        _check_targets_and_weights(final, y, fit_params, X)
         self.score_noise_ = score_noise
         noise_rng = np.random.default_rng(noise_seq)
         best, scores = None, []
