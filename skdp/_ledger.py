@@ -236,6 +236,20 @@ def _accepts(composition, records, budget, curve, total_eps, total_delta, state=
     return new
 
 
+def _accepts_all(composition, records, charges, total_eps, total_delta):
+    """Whether the ledger's rule accepts every ``(budget, curve)`` of ``charges``, in turn,
+    after ``records`` (each accepted charge joins the records the next one is checked
+    against)."""
+    records = list(records)
+    for budget, curve in charges:
+        if _accepts(composition, records, budget, curve, total_eps, total_delta) is None:
+            return False
+        records.append(SpendRecord("accepts", "planned", budget.epsilon, budget.delta, 0.0, 0,
+                                   -1, None if curve is None else curve.mu,
+                                   None if curve is None else curve.tv))
+    return True
+
+
 def _spent(composition, records, total_eps, total_delta):
     if composition == "basic":
         return PrivacyBudget(math.fsum(r.epsilon for r in records),
@@ -295,6 +309,53 @@ class _Capture:
         raise _Captured(budget, curve)
 
 
+def _planned_charges(estimator, X, y=None, **fit_params):
+    """The ``(budget, curve)`` of every charge ``estimator.fit(X, y, **fit_params)`` would
+    make, in order: one for a private estimator or a search (:func:`_planned_charge`), one
+    per private step for a Pipeline.
+
+    A Pipeline's private steps are dry-run in turn up to their charge, each on zeros of the
+    structure it would be given (the widths and formats that the search propagates through
+    the steps it allows, :func:`skdp.model_selection._search._leaf_inputs`): what their
+    public settings decide (a ``classes`` of one label, an unknown mechanism) is raised here,
+    before any step is charged. A step whose input structure is not known before the data
+    are read (after a non-private step that fits on them) is refused with a ``TypeError``.
+    """
+    from sklearn.pipeline import Pipeline
+
+    from .base import PrivateEstimatorMixin
+    from .model_selection import PrivateGridSearchCV
+
+    if not isinstance(estimator, Pipeline):
+        charge = _planned_charge(estimator, X, y, **fit_params)
+        return [] if charge is None else [charge]
+    from .model_selection._search import _dry_inputs, _leaf_inputs, _stand_in
+    from ._validation import check_public_structure, is_sparse_input
+
+    n, d = check_public_structure(X, y)
+    if n is None or d is None:
+        raise TypeError("accepts: the number of rows and columns of X must be known from its "
+                        "structure (an array, a sparse matrix or a DataFrame).")
+    dtype, y_in = _dry_inputs(X, y, n, n)
+    charges = []
+    for prefix, step, width, sparse in _leaf_inputs(estimator, d, is_sparse_input(X), X):
+        if not isinstance(step, (PrivateEstimatorMixin, PrivateGridSearchCV)):
+            continue
+        if width is None:
+            raise TypeError(
+                f"accepts: the input structure of the private step {prefix[:-2]!r} is not "
+                "known before the data are read (a step before it fits on them): check that "
+                "step with ledger.accepts(step, X_step, y) on the structure it will be given.")
+        params = {k[len(prefix):]: v for k, v in fit_params.items()
+                  if k.startswith(prefix) and "__" not in k[len(prefix):]}
+        params = {k: (np.broadcast_to(0.5, (n,)) if getattr(v, "shape", (None,))[0] == n else v)
+                  for k, v in params.items()}
+        charge = _planned_charge(step, _stand_in(n, width, sparse, dtype), y_in, **params)
+        if charge is not None:
+            charges.append(charge)
+    return charges
+
+
 def _planned_charge(estimator, X, y=None, **fit_params):
     """``(budget, curve)`` that ``estimator.fit(X, y, **fit_params)`` would charge: its fit run
     up to the charge, which comes before any value is read (the fit protocol); ``None`` when
@@ -308,8 +369,8 @@ def _planned_charge(estimator, X, y=None, **fit_params):
     if isinstance(estimator, Pipeline) or not isinstance(
             estimator, (PrivateEstimatorMixin, PrivateGridSearchCV)):
         raise TypeError(
-            "accepts: pass a budget, an skdp estimator or a PrivateGridSearchCV (a Pipeline "
-            "charges once per private step: check each step's fit).")
+            "accepts: pass a budget, an skdp estimator, a PrivateGridSearchCV or a Pipeline "
+            "of them.")
     est, capture = clone(estimator), _Capture()
     # every ledger in it (a search's estimator may name the same ledger) becomes the probe
     probes = {k: capture for k, v in est.get_params(deep=True).items()
@@ -404,7 +465,10 @@ class _LedgerMixin:
             structure, the public settings and the public bounds decide it);
             that charge, with the Gaussian curve the filter composes, is
             checked. A fit that charges nothing is accepted. A Pipeline
-            charges once per private step: check the steps.
+            charges once per private step: each is dry-run in turn on zeros of
+            the structure it would be given (the errors their public settings
+            decide are raised here, before anything is spent), and the fit is
+            accepted when the ledger would accept every charge in turn.
         X, y : array-like
             What the estimator would be fitted on (its structure only).
         **fit_params
@@ -415,13 +479,9 @@ class _LedgerMixin:
         bool
         """
         if isinstance(fit, (PrivacyBudget, tuple, list)):
-            budget, curve = _as_budget(fit), None
-        else:
-            charge = _planned_charge(fit, X, y, **fit_params)
-            if charge is None:
-                return True
-            budget, curve = charge
-        return self._would_accept(budget, _as_curve(curve))
+            return self._would_accept_all([(_as_budget(fit), None)])
+        charges = _planned_charges(fit, X, y, **fit_params)
+        return self._would_accept_all([(_as_budget(b), _as_curve(c)) for b, c in charges])
 
     @property
     def remaining(self):
@@ -616,10 +676,10 @@ class BudgetLedger(_LedgerMixin):
             self._records.append(record)
             return record
 
-    def _would_accept(self, budget, curve):
+    def _would_accept_all(self, charges):
         with self._lock:
-            return _accepts(self.composition, self._records, budget, curve, self.epsilon,
-                            self.delta, self._state) is not None
+            return _accepts_all(self.composition, self._records, charges, self.epsilon,
+                                self.delta)
 
     @property
     def spends(self):
@@ -940,11 +1000,11 @@ class SQLiteLedger(_LedgerMixin):
             self._before_commit(conn, record)
         return record
 
-    def _would_accept(self, budget, curve):
+    def _would_accept_all(self, charges):
         with self._transaction() as conn:
             total_eps, total_delta = self._checked_budget(conn)
-            return _accepts(self._composition, self._records(conn), budget, curve, total_eps,
-                            total_delta) is not None
+            return _accepts_all(self._composition, self._records(conn), charges, total_eps,
+                                total_delta)
 
     @property
     def spends(self):

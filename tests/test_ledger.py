@@ -599,9 +599,60 @@ def test_accepts_predicts_the_ledgers_decision_without_spending(kind, tmp_path):
     assert predicted == accepted
     # the search charges its total, pure here, without a Gaussian curve
     assert ledger.accepts(search, X, y) == ledger.accepts((0.5, 0.0))
-    with pytest.raises(TypeError, match="Pipeline"):
-        from sklearn.pipeline import make_pipeline
-        ledger.accepts(make_pipeline(pca), X)
+
+
+@pytest.mark.parametrize("composition", ["basic", "filter"])
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_accepts_a_pipeline_checks_every_private_step_before_any_charge(kind, composition,
+                                                                       tmp_path):
+    # review 18, F15: a Pipeline charges once per private step, and an error that a later
+    # step's public settings decide came after the earlier steps were charged; accepts
+    # refused Pipelines, so nothing could tell it for free
+    import numpy as np
+    from sklearn.pipeline import make_pipeline
+
+    from skdp import BudgetExceededError, BudgetLedger, PrivateLogisticRegression, SQLiteLedger
+    from skdp.decomposition import PrivatePCA
+    from skdp.preprocessing import PrivateRowNormScaler
+
+    X = np.random.default_rng(0).normal(size=(500, 4))
+    y = (X[:, 0] > 0).astype(int)
+    ledger = (BudgetLedger(1.0, 1e-5, composition=composition) if kind == "memory"
+              else SQLiteLedger(str(tmp_path / "l.sqlite"), 1.0, 1e-5, composition=composition))
+
+    def pipe(eps_lr, **bad):
+        return make_pipeline(
+            PrivateRowNormScaler(quantile=0.95, epsilon=0.3, norm_range=(1e-2, 1e4),
+                                 accountant=ledger),
+            PrivatePCA(2, epsilon=0.2, delta=1e-6, data_norm=1.0, accountant=ledger),
+            PrivateLogisticRegression(epsilon=eps_lr, delta=1e-6, data_norm=1.0,
+                                      accountant=ledger, **{"classes": [0, 1], **bad}))
+
+    for bad, match in (({"classes": [1]}, "at least two class labels"),
+                       ({"mechanism": "no_such_mechanism"}, "mechanism")):
+        with pytest.raises(ValueError, match=match):
+            ledger.accepts(pipe(0.4, **bad), X, y)
+    assert ledger.spends == []
+    # the prediction is the fit's outcome, on a fresh ledger each time and after spends
+    outcomes = []
+    for i, eps_lr in enumerate((0.1, 0.4, 0.45, 0.6)):
+        fresh = (BudgetLedger(1.0, 1e-5, composition=composition) if kind == "memory"
+                 else SQLiteLedger(str(tmp_path / f"f{i}.sqlite"), 1.0, 1e-5,
+                                   composition=composition))
+        ledger = fresh
+        for _ in range(2):  # twice: the second time after the first pipeline's three spends
+            predicted = ledger.accepts(pipe(eps_lr), X, y)
+            before = len(ledger.spends)
+            try:
+                pipe(eps_lr).fit(X, y)
+                accepted = True
+            except BudgetExceededError:
+                accepted = False
+            assert predicted == accepted, (eps_lr, before)
+            outcomes.append(accepted)
+    assert False in outcomes
+    if composition == "basic":  # (the filter gives all of delta to its first Gaussian fit)
+        assert True in outcomes
 
 
 def test_accepts_sees_the_fits_curve_and_what_the_fit_itself_decides():
