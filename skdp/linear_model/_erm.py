@@ -950,7 +950,7 @@ def _objective_plan(K, p, R, n, lam, gamma, eps, delta, mechanism, curvature, st
     if not pure and delta == 0:
         raise ValueError(
             f"mechanism {mechanism!r} is not pure: objective perturbation with it needs "
-            "delta > 0 (use delta > 0, or a pure mechanism such as 'gamma_norm' for delta = 0)."
+            "delta > 0 (use delta > 0, or mechanism='auto' or 'laplace' for delta = 0)."
         )
     if pure:
         delta1 = delta2 = 0.0
@@ -1344,7 +1344,7 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
         if delta == 0 and not pure:
             raise ValueError(
                 f"mechanism {self.mechanism!r} is not pure: it needs delta > 0 (use delta > 0, "
-                "or a pure mechanism such as 'gamma_norm' or mechanism='auto' for delta = 0)."
+                "or mechanism='auto' or 'laplace' (pure) for delta = 0)."
             )
         if (self.perturbation == "objective" and delta > 0 and named
                 and not mech.pure and self.mechanism != "analytic_gaussian"):

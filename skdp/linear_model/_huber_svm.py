@@ -59,7 +59,7 @@ class_weight, random_state, accountant
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(2000, 3)); X /= np.linalg.norm(X, axis=1, keepdims=True)
     >>> y = (X[:, 0] > 0).astype(int)
-    >>> clf = PrivateHuberSVM(epsilon=1.0, data_norm=1.0, classes=[0, 1], C=0.05, random_state=0)
+    >>> clf = PrivateHuberSVM(epsilon=1.0, data_norm=1.0, classes=[0, 1], random_state=0)
     >>> clf.fit(X, y).score(X, y) > 0.8
     True
     """

@@ -944,7 +944,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     on ``K = k`` the output is only ``k eps_r``-DP, so ``cv_results_`` (which
     would reveal ``K``) is not available, the runs' warnings are withheld
     (one warning per run would count ``K``; which warnings appear would
-    tell which grid points ran; the refit's warnings pass through; while the
+    tell which grid points ran; the refit's warnings are withheld too; while the
     runs go, warnings of every thread are withheld where Python shows them,
     since another thread's ``catch_warnings`` restores the process-wide
     filters), and the
