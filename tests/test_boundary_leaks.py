@@ -1174,6 +1174,16 @@ def test_float32_transforms_saturate_inside_the_public_bounds():
             np.full((1000, 1), -0.99 * R, dtype=np.float32))
         out = scaler.transform(far[:, :1])
         assert np.isfinite(out).all() and out.dtype == np.float32
+        # review 21, F1: at bounds of 2^128 scale_ exceeds float32's range; cast first, it
+        # made inf / inf = NaN exactly for a record far from mean_ (and 0 for the others)
+        big32 = np.finfo(np.float32).max
+        wide = PrivateStandardScaler(bounds=([-2.0**128], [2.0**128]), epsilon=0.5,
+                                     random_state=4).fit(
+            np.tile(np.array([[-big32], [big32]], dtype=np.float32), (5, 1)))
+        rows = np.array([[-big32], [0.0], [big32]])
+        out32 = wide.transform(rows.astype(np.float32))
+        assert np.isfinite(out32).all() and out32.dtype == np.float32
+        np.testing.assert_allclose(out32, wide.transform(rows), rtol=1e-6)
         rp = PrivateRandomProjection(n_components=1, data_norm=2.0**128, random_state=0,
                                      allow_float_sketch=True).fit(X.astype(np.float64))
         # (|x . v| <= data_norm_ exceeds the float32 range only by rounding: a stand-in

@@ -600,15 +600,25 @@ class PrivateStandardScaler(PrivateEstimatorMixin, OneToOneFeatureMixin, Transfo
                     inplace_column_scale(X, 1.0 / self.scale_)
                 saturate(X.data)
             return X
-        # float32: a value inside the bounds (up to 2^128) can overflow the centring or the
-        # scaling; it saturates (skdp._validation.saturate), silently: an inf, or a warning,
-        # would tell a private step after this one that some record held such a value
-        with np.errstate(over="ignore"):
+        if X.dtype == np.float64:  # (bounds below 2^128: no overflow in float64)
             if self.mean_ is not None:
-                X -= self.mean_.astype(X.dtype, copy=False)
+                X -= self.mean_
             if self.scale_ is not None:
-                X /= self.scale_.astype(X.dtype, copy=False)
-        return saturate(X)
+                X /= self.scale_
+            return X
+        # float32: the bounds (up to 2^128) and so mean_ and scale_ may exceed its range; each
+        # chunk of rows is centred and scaled in float64 and saturated back into X
+        # (skdp._validation.saturate): an inf, a NaN (inf / inf), or a warning would tell a
+        # private step after this one that some record held such a value
+        mean = 0.0 if self.mean_ is None else self.mean_
+        scale = 1.0 if self.scale_ is None else self.scale_
+        step = max(1, (1 << 20) // max(1, X.shape[1]))
+        for start in range(0, X.shape[0], step):
+            Z = X[start:start + step].astype(np.float64)
+            Z -= mean
+            Z /= scale
+            X[start:start + step] = saturate(Z, X.dtype)
+        return X
 
     def inverse_transform(self, X):
         """Undo :meth:`transform`: ``X * scale_ + mean_``.
