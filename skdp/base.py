@@ -299,13 +299,12 @@ def private_fit(fit):
     is removed before the exception propagates. The fit runs in a fixed
     floating-point error state (:func:`fixed_float_state`).
     """
-    fit_quietly = fixed_float_state(fit)
-
     @functools.wraps(fit)
     def wrapper(self, *args, **kwargs):
         discard_fitted_state(self)
         try:
-            return fit_quietly(self, *args, **kwargs)
+            with np.errstate(all="ignore"):  # (fixed_float_state, inline: no extra frame
+                return fit(self, *args, **kwargs)  # between a warning and its stacklevel)
         except BaseException:
             discard_fitted_state(self)
             raise

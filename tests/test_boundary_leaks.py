@@ -18,6 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 from skdp import (
     BudgetExceededError,
     BudgetLedger,
+    PrivacyGuaranteeWarning,
     PrivacyLeakWarning,
     PrivateHuberSVM,
     PrivateLogisticRegression,
@@ -1405,21 +1406,39 @@ def test_a_refit_keeps_nothing_of_the_previous_fit():
 
 
 @pytest.mark.parametrize("Cls", CLASSIFIERS)
-@pytest.mark.parametrize("mechanism, epsilon", [("gaussian_continuous", 1e-4),
-                                                ("analytic_gaussian_continuous", 1.0),
-                                                ("product_noise", 50.0)])
-def test_unverified_mechanisms_are_calibrated_before_the_charge(Cls, mechanism, epsilon):
-    # review 18, F8: the objective route's refusal of these mechanisms at delta > 0, decided by
-    # the parameters alone, came after the charge (the pre-charge check and calibration skipped
-    # unverified names)
+@pytest.mark.parametrize("mechanism, epsilon, match", [
+    ("gaussian_continuous", 1e-4, "objective perturbation with delta > 0 supports"),
+    ("analytic_gaussian_continuous", 1.0, "objective perturbation with delta > 0 supports"),
+    # (passed through to AMP by name, review 21, F2; its calibration refuses this epsilon)
+    ("product_noise", 50.0, "delta is too small")])
+def test_unverified_mechanisms_are_calibrated_before_the_charge(Cls, mechanism, epsilon, match):
+    # review 18, F8: the objective route's refusals of these mechanisms at delta > 0, decided
+    # by the parameters alone, came after the charge (the pre-charge check and calibration
+    # skipped unverified names)
     X = _unit_rows(300) / 3
     y = (X[:, 0] > 0).astype(int)
     ledger = BudgetLedger(100.0, 1e-3)
     est = Cls(data_norm=1.0, classes=[0, 1], perturbation="objective", mechanism=mechanism,
               epsilon=epsilon, delta=1e-6, accountant=ledger)
-    with pytest.raises(ValueError, match="objective perturbation with delta > 0 supports"):
-        est.fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the mechanism's PrivacyGuaranteeWarning)
+        with pytest.raises(ValueError, match=match):
+            est.fit(X, y)
     assert ledger.spends == []
+
+
+@pytest.mark.parametrize("mechanism, epsilon", [("product_noise", 1.0), ("product_noise", 5.0),
+                                                ("r1smg", 0.2)])
+def test_amp_pass_through_mechanisms_still_fit(mechanism, epsilon):
+    # review 21, F2: refusing every non-pure unverified mechanism on the objective route at
+    # delta > 0 made the documented pass-through names (product_noise, r1smg) unusable
+    X = _unit_rows(300) / 3
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.warns(PrivacyGuaranteeWarning):
+        est = PrivateLogisticRegression(data_norm=1.0, classes=[0, 1], perturbation="objective",
+                                        mechanism=mechanism, epsilon=epsilon, delta=1e-6,
+                                        random_state=0).fit(X, y)
+    assert np.all(np.isfinite(est.coef_))
 
 
 @pytest.mark.parametrize("method", ["ls", "als"])

@@ -1347,7 +1347,8 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
                 "or mechanism='auto' or 'laplace' (pure) for delta = 0)."
             )
         if (self.perturbation == "objective" and delta > 0 and named
-                and not mech.pure and self.mechanism != "analytic_gaussian"):
+                and not mech.pure and self.mechanism != "analytic_gaussian"
+                and self.mechanism not in _AMP_PASS_THROUGH):
             raise ValueError(
                 f"objective perturbation with delta > 0 supports mechanism='auto', "
                 f"'analytic_gaussian' or a pure mechanism; got {self.mechanism!r} (its "
