@@ -310,9 +310,10 @@ class _Capture:
 
 
 def _planned_charges(estimator, X, y=None, **fit_params):
-    """The ``(budget, curve)`` of every charge ``estimator.fit(X, y, **fit_params)`` would
-    make, in order: one for a private estimator or a search (:func:`_planned_charge`), one
-    per private step for a Pipeline.
+    """The ``(budget, curve, accountant)`` of every charge ``estimator.fit(X, y,
+    **fit_params)`` would make, in order: one for a private estimator or a search
+    (:func:`_planned_charge`; ``accountant`` None), one per private step of a Pipeline
+    (with the step's own ``accountant``).
 
     A Pipeline's private steps are dry-run in turn up to their charge, each on zeros of the
     structure it would be given (the widths and formats that the search propagates through
@@ -328,8 +329,9 @@ def _planned_charges(estimator, X, y=None, **fit_params):
 
     if not isinstance(estimator, Pipeline):
         charge = _planned_charge(estimator, X, y, **fit_params)
-        return [] if charge is None else [charge]
-    from .model_selection._search import _dry_inputs, _leaf_inputs, _stand_in
+        return [] if charge is None else [(*charge, None)]
+    from .model_selection._search import (_dry_inputs, _leaf_inputs, _num_samples_or_none,
+                                          _stand_in)
     from ._validation import check_public_structure, is_sparse_input
 
     n, d = check_public_structure(X, y)
@@ -348,11 +350,11 @@ def _planned_charges(estimator, X, y=None, **fit_params):
                 "step with ledger.accepts(step, X_step, y) on the structure it will be given.")
         params = {k[len(prefix):]: v for k, v in fit_params.items()
                   if k.startswith(prefix) and "__" not in k[len(prefix):]}
-        params = {k: (np.broadcast_to(0.5, (n,)) if getattr(v, "shape", (None,))[0] == n else v)
+        params = {k: (np.broadcast_to(0.5, (n,)) if _num_samples_or_none(v) == n else v)
                   for k, v in params.items()}
         charge = _planned_charge(step, _stand_in(n, width, sparse, dtype), y_in, **params)
         if charge is not None:
-            charges.append(charge)
+            charges.append((*charge, step.get_params(deep=False).get("accountant")))
     return charges
 
 
@@ -468,7 +470,9 @@ class _LedgerMixin:
             charges once per private step: each is dry-run in turn on zeros of
             the structure it would be given (the errors their public settings
             decide are raised here, before anything is spent), and the fit is
-            accepted when the ledger would accept every charge in turn.
+            accepted when every step's own accountant (usually this ledger)
+            would accept its charges in turn; a step without one is charged
+            nowhere.
         X, y : array-like
             What the estimator would be fitted on (its structure only).
         **fit_params
@@ -480,8 +484,26 @@ class _LedgerMixin:
         """
         if isinstance(fit, (PrivacyBudget, tuple, list)):
             return self._would_accept_all([(_as_budget(fit), None)])
-        charges = _planned_charges(fit, X, y, **fit_params)
-        return self._would_accept_all([(_as_budget(b), _as_curve(c)) for b, c in charges])
+        from sklearn.pipeline import Pipeline
+
+        planned = _planned_charges(fit, X, y, **fit_params)
+        if not isinstance(fit, Pipeline):  # this ledger's answer for this fit
+            return self._would_accept_all([(_as_budget(b), _as_curve(c)) for b, c, _ in planned])
+        # a Pipeline: every step's charges against the step's own accountant, in order
+        groups = {}
+        for b, c, accountant in planned:
+            if accountant is None:
+                continue  # (a step without an accountant is charged nowhere)
+            groups.setdefault(id(accountant), (accountant, []))[1].append(
+                (_as_budget(b), _as_curve(c)))
+        for accountant, charges in groups.values():
+            check = getattr(accountant, "_would_accept_all", None)
+            if check is None:
+                raise TypeError(f"accepts: a step's accountant ({type(accountant).__name__}) is "
+                                "not an skdp ledger: its decision cannot be asked in advance.")
+            if not check(charges):
+                return False
+        return True
 
     @property
     def remaining(self):

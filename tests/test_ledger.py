@@ -686,3 +686,38 @@ def test_accepts_sees_the_fits_curve_and_what_the_fit_itself_decides():
     assert fresh.accepts(PrivateStandardScaler(with_mean=False, with_std=False,
                                                bounds=(-1, 1), accountant=fresh), X)
     assert fresh.spends == []
+
+
+def test_accepts_a_pipeline_asks_each_steps_own_accountant():
+    # review 21, F3/F4: every step's charge was counted against the asked ledger (a step on
+    # another, exhausted ledger was accepted, then refused after this ledger was charged), and
+    # a scalar step__sample_weight raised IndexError
+    import numpy as np
+    from sklearn.pipeline import make_pipeline
+
+    from skdp import BudgetExceededError, BudgetLedger, PrivateLogisticRegression
+    from skdp.decomposition import PrivatePCA
+
+    X = np.random.default_rng(0).normal(size=(400, 4)) / 3
+    y = (X[:, 0] > 0).astype(int)
+    led = BudgetLedger(1.5, 1e-3, composition="basic")
+    for other, expected in ((BudgetLedger(5.0, 1e-3, composition="basic"), True),
+                            (BudgetLedger(0.5, 1e-3, composition="basic"), False),
+                            (None, True)):
+        pipe = make_pipeline(
+            PrivatePCA(2, epsilon=1.0, delta=1e-6, data_norm=1.0, accountant=led),
+            PrivateLogisticRegression(epsilon=1.0, delta=1e-6, data_norm=1.0, classes=[0, 1],
+                                      accountant=other))
+        assert led.accepts(pipe, X, y) is expected
+        assert led.accepts(pipe, X, y,
+                           privatelogisticregression__sample_weight=np.float64(0.5)) is expected
+        assert led.spends == []
+        # the prediction is the fit's outcome (on a copy of the asked ledger's state)
+        fresh = BudgetLedger(1.5, 1e-3, composition="basic")
+        pipe.steps[0][1].set_params(accountant=fresh)
+        try:
+            pipe.fit(X, y)
+            outcome = True
+        except BudgetExceededError:
+            outcome = False
+        assert outcome is expected
