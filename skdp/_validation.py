@@ -360,6 +360,13 @@ def is_sparse_input(X):
 _NEVER_NUMERIC = ("PeriodDtype", "IntervalDtype")
 
 
+def _is_zero(value):
+    try:
+        return bool(value == 0)
+    except Exception:
+        return False
+
+
 def _check_public_dtype(A, name, refused):
     """Refuse, from the declared dtype(s) alone, kinds that the validation of the data refuses
     after the charge: complex (X, y and weights), strings, dates and void (X), pandas
@@ -381,7 +388,12 @@ def _check_public_dtype(A, name, refused):
     dask = type(A).__module__.split(".")[0] == "dask" and hasattr(A, "__dask_graph__")
     for dtype in dtypes:
         kind = getattr(dtype, "kind", None)
-        never = type(dtype).__name__ in _NEVER_NUMERIC and "U" in refused
+        never = "M" in refused and (
+            type(dtype).__name__ in _NEVER_NUMERIC
+            # a sparse column whose fill value is not 0 never converts (pandas' default fill for
+            # float data is NaN)
+            or (type(dtype).__name__ == "SparseDtype"
+                and not _is_zero(getattr(dtype, "fill_value", 0))))
         if (isinstance(kind, str) and kind in refused) or never or (
                 dask and isinstance(kind, str) and kind not in "biuf"):
             what = "Complex data" if kind == "c" else f"{name} of dtype {dtype}"
@@ -422,7 +434,11 @@ def check_public_structure(X, y=None, *, estimator=None, requires_y=False):
     _get_feature_names(X)
     _check_public_dtype(X, "X", "cUSMmV")
     if y is not None:
-        _check_public_dtype(y, "y", "c")
+        # a regressor's labels are numbers: dates, periods and intervals never convert
+        from sklearn.base import is_regressor
+
+        regressor = estimator is not None and is_regressor(estimator)
+        _check_public_dtype(y, "y", "cMmV" if regressor else "c")
         if requires_y and _public_ndim(y) == 0:
             raise ValueError("y should be a 1d array, got a scalar instead: y holds one target "
                              "per row of X.")
@@ -670,17 +686,22 @@ def check_label_kind(y, classes, estimator=None):
     """
     if classes is None:
         return
-    kind = getattr(getattr(y, "dtype", None), "kind", None)
-    if getattr(getattr(y, "dtype", None), "name", None) == "string":  # pandas StringDtype
+    dtype = getattr(y, "dtype", None)
+    if type(dtype).__name__ == "CategoricalDtype":  # its declared categories' dtype
+        dtype = getattr(getattr(dtype, "categories", None), "dtype", None)
+    kind = getattr(dtype, "kind", None)
+    if getattr(dtype, "name", None) == "string":  # pandas StringDtype
         kind = "U"
     if not isinstance(kind, str):
         return
     numeric_classes = classes.dtype.kind in "biuf"
     string_classes = classes.dtype.kind in "US" or (
         classes.dtype.kind == "O" and all(isinstance(c, str) for c in classes.tolist()))
-    if (numeric_classes and kind in "US") or (string_classes and kind in "biuf"):
+    # bytes and dates match neither numbers nor strings (bytes classes are refused)
+    if (kind in "SMm" or (numeric_classes and kind == "U")
+            or (string_classes and kind in "biuf")):
         who = f"{type(estimator).__name__}: " if estimator is not None else ""
-        what = "strings" if kind in "US" else "numbers"
+        what = {"U": "strings", "S": "bytes", "M": "dates", "m": "time spans"}.get(kind, "numbers")
         declared = "numbers" if numeric_classes else "strings"
         raise ValueError(f"{who}y holds {what} (its dtype is {y.dtype}) and the declared classes "
                          f"are {declared}: no label could match. Convert y or classes (decided "

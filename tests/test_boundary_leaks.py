@@ -1363,7 +1363,9 @@ def test_structures_and_dtypes_that_never_fit_are_refused_before_the_charge(i):
              ((X, np.array(1)), {}, "got a scalar"),
              ((period, y), {}, "dtype period"),
              ((interval, y), {}, "dtype interval"),
-             ((X, y), {"sample_weight": w.astype(complex)}, "Complex data")]
+             ((X, y), {"sample_weight": w.astype(complex)}, "Complex data"),
+             # review 21, F8: pandas' default sparse float column (fill value NaN)
+             ((pd.DataFrame({"a": pd.arrays.SparseArray(X[:, 0])}), y), {}, "dtype Sparse")]
     if dask_ok:
         cases += [((da.from_array(X.astype(object), chunks=50), y), {}, "dtype object"),
                   ((da.from_array(X, chunks=50), da.from_array(y.astype(str), chunks=50)), {},
@@ -1374,7 +1376,16 @@ def test_structures_and_dtypes_that_never_fit_are_refused_before_the_charge(i):
     make = _zero_row_makers()[i]
     if i < 3:  # classifiers: labels that can never match the declared classes
         cases += [((X, y.astype(str)), {}, "y holds strings"),
-                  ((X, y), {"classes": ["a", "b"]}, "y holds numbers")]
+                  ((X, y), {"classes": ["a", "b"]}, "y holds numbers"),
+                  # review 21, F7: bytes, dates, and categories of numbers against strings
+                  ((X, y.astype("S1")), {"classes": ["0", "1"]}, "y holds bytes"),
+                  ((X, y.astype("datetime64[D]")), {}, "y holds dates"),
+                  ((X, pd.Series(y).astype("category")), {"classes": ["a", "b"]},
+                   "y holds numbers")]
+    if isinstance(make(1.0), PrivateOLS):  # a regressor's labels are numbers (review 21, F7)
+        cases += [((X, pd.Series(pd.period_range("2020-01", periods=100, freq="M"))), {},
+                   "y of dtype period"),
+                  ((X, y.astype("datetime64[D]")), {}, "y of dtype datetime64")]
     for args, extra, match in cases:
         est = make(1.0)
         if isinstance(est, (PrivatePCA, PrivateRandomProjection)) and args[1] is not y:
@@ -1455,3 +1466,16 @@ def test_unverified_ols_methods_are_calibrated_before_the_charge(method):
         with pytest.raises(ValueError, match=f"method='{method}'.* has no noise multiplier"):
             est.fit(X, y)
     assert ledger.spends == []
+
+
+def test_scale_by_bounds_ignores_the_process_error_state():
+    # review 21, F6: it runs on private rows in a pipeline, after a previous step's charge; under
+    # np.seterr(under="raise") a denormal cell raised FloatingPointError there
+    from skdp.preprocessing import scale_by_bounds
+
+    old = np.seterr(all="raise")
+    try:
+        out = scale_by_bounds(np.array([[1.0, 5e-309], [2.0, 3.0]]), bounds=([0, 0], [4, 1e10]))
+    finally:
+        np.seterr(**old)
+    assert np.all(np.isfinite(out))

@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from .._validation import call_without_values, check_positive_finite
+from ..base import fixed_float_state
 
 __all__ = ["data_norm_from_bounds", "scale_by_bounds"]
 
@@ -108,6 +109,7 @@ def data_norm_from_bounds(bounds=None, *, one_hot_blocks=0, scale=1.0):
     return norm
 
 
+@fixed_float_state  # (private rows: no error state may decide what happens)
 def scale_by_bounds(X, bounds):
     """Clip every column into its public range and map the range onto [-1, 1].
 
