@@ -236,17 +236,21 @@ def _accepts(composition, records, budget, curve, total_eps, total_delta, state=
     return new
 
 
-def _accepts_all(composition, records, charges, total_eps, total_delta):
+def _accepts_all(composition, records, charges, total_eps, total_delta, state=None):
     """Whether the ledger's rule accepts every ``(budget, curve)`` of ``charges``, in turn,
-    after ``records`` (each accepted charge joins the records the next one is checked
-    against)."""
+    after ``records`` (each accepted charge joins what the next one is checked against: the
+    records' sums under basic composition, the filter's state under the filter, replayed
+    once when the caller does not keep it)."""
     records = list(records)
     for budget, curve in charges:
-        if _accepts(composition, records, budget, curve, total_eps, total_delta) is None:
+        new = _accepts(composition, records, budget, curve, total_eps, total_delta, state)
+        if new is None:
             return False
-        records.append(SpendRecord("accepts", "planned", budget.epsilon, budget.delta, 0.0, 0,
-                                   -1, None if curve is None else curve.mu,
-                                   None if curve is None else curve.tv))
+        if composition == "basic":
+            records.append(SpendRecord("accepts", "planned", budget.epsilon, budget.delta, 0.0,
+                                       0, -1))
+        else:
+            state = new
     return True
 
 
@@ -330,8 +334,7 @@ def _planned_charges(estimator, X, y=None, **fit_params):
     if not isinstance(estimator, Pipeline):
         charge = _planned_charge(estimator, X, y, **fit_params)
         return [] if charge is None else [(*charge, None)]
-    from .model_selection._search import (_dry_inputs, _leaf_inputs, _num_samples_or_none,
-                                          _stand_in)
+    from .model_selection._search import _dry_fit_params, _dry_inputs, _leaf_inputs, _stand_in
     from ._validation import check_public_structure, is_sparse_input
 
     n, d = check_public_structure(X, y)
@@ -348,11 +351,8 @@ def _planned_charges(estimator, X, y=None, **fit_params):
                 f"accepts: the input structure of the private step {prefix[:-2]!r} is not "
                 "known before the data are read (a step before it fits on them): check that "
                 "step with ledger.accepts(step, X_step, y) on the structure it will be given.")
-        params = {k[len(prefix):]: v for k, v in fit_params.items()
-                  if k.startswith(prefix) and "__" not in k[len(prefix):]}
-        params = {k: (np.broadcast_to(0.5, (n,)) if _num_samples_or_none(v) == n else v)
-                  for k, v in params.items()}
-        charge = _planned_charge(step, _stand_in(n, width, sparse, dtype), y_in, **params)
+        charge = _planned_charge(step, _stand_in(n, width, sparse, dtype), y_in,
+                                 **_dry_fit_params(fit_params, prefix, n, n))
         if charge is not None:
             charges.append((*charge, step.get_params(deep=False).get("accountant")))
     return charges
@@ -701,7 +701,7 @@ class BudgetLedger(_LedgerMixin):
     def _would_accept_all(self, charges):
         with self._lock:
             return _accepts_all(self.composition, self._records, charges, self.epsilon,
-                                self.delta)
+                                self.delta, self._state)
 
     @property
     def spends(self):

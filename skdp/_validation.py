@@ -388,6 +388,8 @@ def _check_public_dtype(A, name, refused):
     dask = type(A).__module__.split(".")[0] == "dask" and hasattr(A, "__dask_graph__")
     for dtype in dtypes:
         kind = getattr(dtype, "kind", None)
+        # the inputs whose dates are refused (X, weights, a regressor's y) must be numbers:
+        # dtypes that never convert to one are refused with them
         never = "M" in refused and (
             type(dtype).__name__ in _NEVER_NUMERIC
             # a sparse column whose fill value is not 0 never converts (pandas' default fill for

@@ -343,8 +343,7 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
         X = clip_rows_for_transform(X, self.data_norm_)  # rows beyond the bound, as in fit
         # (float32: a product beyond its range saturates instead of becoming inf; |x . v| <=
         # data_norm_, which may exceed float32's largest value: skdp._validation.saturate)
-        with np.errstate(over="ignore"):  # (silently: numpy warns of a product's overflow)
-            return saturate(np.asarray(X @ self.components_.T.astype(X.dtype)))
+        return saturate(np.asarray(X @ self.components_.T.astype(X.dtype)))
 
     def inverse_transform(self, X):
         """Map projected rows back: ``X @ components_``.

@@ -655,8 +655,7 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
         # X V^T - mean V^T: no centred (dense) copy of a sparse X; the narrow projection is
         # centred and whitened in float64 and saturated to X's dtype (a float32 value inside
         # the public bound would otherwise overflow to inf: skdp._validation.saturate)
-        with np.errstate(over="ignore"):  # (numpy warns of a float32 product's overflow)
-            Xt = np.asarray(X @ V.T).astype(np.float64, copy=False)
+        Xt = np.asarray(X @ V.T).astype(np.float64, copy=False)  # (overflow: silent here)
         Xt -= self.mean_ @ self.components_.T
         if self.whiten:
             Xt /= self._whiten_scale()

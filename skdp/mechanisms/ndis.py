@@ -1330,11 +1330,13 @@ def grid_sketch(X, plan, rng, *, chunk_size=10_000):
         Fint = _cholesky_decimal_grid(G, p_F)
     else:
         F = _cholesky_longdouble(G)  # G's entries are below 2^62: exact in long double
-        Fint = None if F is None else np.rint(F / np.longdouble(p_F))
-        if Fint is not None and not np.max(np.abs(Fint)) < 2.0**62:  # excluded by the plan
-            raise RuntimeError("grid_sketch: the factor exceeds the plan's integer range; "
-                               "this contradicts the plan's bound.")
-        Fint = None if Fint is None else Fint.astype(np.int64)
+        Fint = None
+        if F is not None:
+            Fint = np.rint(F / np.longdouble(p_F))
+            if not np.max(np.abs(Fint)) < 2.0**62:  # excluded by the plan
+                raise RuntimeError("grid_sketch: the factor exceeds the plan's integer range; "
+                                   "this contradicts the plan's bound.")
+            Fint = Fint.astype(np.int64)
     if Fint is None:  # excluded by a <= 1/2 (lambda_min >= s2)
         raise RuntimeError("grid_sketch: Cholesky failed on a matrix with public lambda_min; "
                            "this contradicts the plan's error bound.")

@@ -666,6 +666,17 @@ def _dry_inputs(X, y, m, n):
     return dtype, np.broadcast_to(np.zeros((), dtype=dt), (m,) + tail)
 
 
+def _dry_fit_params(fit_params, prefix, m, n):
+    """The fit parameters of the step at ``prefix`` for a dry run on ``m`` stand-in rows: its
+    own (``prefix`` stripped), those indexed by the ``n`` rows (weights) as 1/2 for each row,
+    in no memory."""
+    params = fit_params if not prefix else {
+        k[len(prefix):]: v for k, v in fit_params.items()
+        if k.startswith(prefix) and "__" not in k[len(prefix):]}
+    return {k: (np.broadcast_to(0.5, (m,)) if _num_samples_or_none(v) == n else v)
+            for k, v in params.items()}
+
+
 def _dry_run(step, prefix, Xs, y_in, fit_params, m, n):
     """Run the part of the private ``step``'s fit before its charge on the stand-in ``Xs``: the
     errors its public inputs decide there (an epsilon too small for its samplers, a sketch
@@ -680,11 +691,7 @@ def _dry_run(step, prefix, Xs, y_in, fit_params, m, n):
     """
     if "accountant" not in step.get_params(deep=False):
         return
-    params = fit_params if not prefix else {
-        k[len(prefix):]: v for k, v in fit_params.items()
-        if k.startswith(prefix) and "__" not in k[len(prefix):]}
-    params = {k: (np.broadcast_to(0.5, (m,)) if _num_samples_or_none(v) == n else v)
-              for k, v in params.items()}
+    params = _dry_fit_params(fit_params, prefix, m, n)
     dry = clone(step).set_params(accountant=_Capture())
     try:
         dry.fit(Xs, **params) if y_in is None else dry.fit(Xs, y_in, **params)

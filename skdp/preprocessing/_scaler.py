@@ -596,8 +596,7 @@ class PrivateStandardScaler(PrivateEstimatorMixin, OneToOneFeatureMixin, Transfo
                     "docstring for motivation and alternatives."
                 )
             if self.scale_ is not None:
-                with np.errstate(over="ignore"):
-                    inplace_column_scale(X, 1.0 / self.scale_)
+                inplace_column_scale(X, 1.0 / self.scale_)  # (overflow: silent here)
                 saturate(X.data)
             return X
         if X.dtype == np.float64:  # (bounds below 2^128: no overflow in float64)
