@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import _get_feature_names
 
-from .exceptions import BudgetExceededError, PrivacyLeakWarning
+from .exceptions import BudgetExceededError, PrivacyLeakWarning, warn_at_caller
 
 __all__ = [
     "check_epsilon_delta",
@@ -160,12 +160,11 @@ def row_norms(X):
 def _leak_warning(estimator, name, attribute, what="bound"):
     """Warn that a public input was inferred from the data (no value in the message)."""
     who = f"{type(estimator).__name__}: " if estimator is not None else ""
-    warnings.warn(
+    warn_at_caller(
         f"{who}{name} was not given, so the {what} was inferred from the private data and "
         f"stored in {attribute}. This leaks information about the data and voids the "
         f"privacy guarantee. Pass {name} as a public input to avoid this.",
         PrivacyLeakWarning,
-        stacklevel=4,
     )
 
 

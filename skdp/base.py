@@ -101,20 +101,18 @@ def walk_estimators(root, fitted=True, skip=None):
         todo.extend((e, inner_frozen) for value in values for e in _estimators_in(value))
 
 
-def warn_large_delta(who, delta, n_samples, stacklevel=2):
+def warn_large_delta(who, delta, n_samples):
     """:class:`~skdp.LargeDeltaWarning` when ``delta`` is at least ``1 / n`` for the public
     ``n_samples`` records a fit or a search reads (Dwork & Roth 2014, sec. 2.3)."""
     if (n_samples and isinstance(delta, Real) and not isinstance(delta, bool)
             and 0 < delta < 1 and delta * n_samples >= 1):
-        import warnings
+        from .exceptions import LargeDeltaWarning, warn_at_caller
 
-        from .exceptions import LargeDeltaWarning
-
-        warnings.warn(
+        warn_at_caller(
             f"{who}: delta={delta:g} is at least 1/n for the n={n_samples} records it reads: "
             "(epsilon, delta)-DP then allows publishing some record outright. The guarantee "
             "holds as stated but is weak; choose delta well below 1/n (for example 1/n^2).",
-            LargeDeltaWarning, stacklevel=stacklevel + 1)
+            LargeDeltaWarning)
 
 
 def for_release(estimator):
@@ -200,17 +198,15 @@ def for_release(estimator):
             if isinstance(value, seedlike) or key in _SEED_ATTRIBUTES:
                 setattr(obj, key, None)
     if not_private:
-        import warnings
+        from .exceptions import PrivacyLeakWarning, warn_at_caller
 
-        from .exceptions import PrivacyLeakWarning
-
-        warnings.warn(
+        warn_at_caller(
             f"for_release: the copy holds fitted steps that are not private "
             f"({', '.join(sorted(set(not_private)))}): their fitted attributes were computed "
             "from the data they were fitted on without noise, and publishing the copy publishes "
             "them. Fit such steps on public data (sklearn.frozen.FrozenEstimator) or use "
             "skdp.preprocessing's private scalers.",
-            PrivacyLeakWarning, stacklevel=2)
+            PrivacyLeakWarning)
     return out
 
 
@@ -303,8 +299,8 @@ def private_fit(fit):
     def wrapper(self, *args, **kwargs):
         discard_fitted_state(self)
         try:
-            with np.errstate(all="ignore"):  # (fixed_float_state, inline: no extra frame
-                return fit(self, *args, **kwargs)  # between a warning and its stacklevel)
+            with np.errstate(all="ignore"):  # (fixed_float_state, inline)
+                return fit(self, *args, **kwargs)
         except BaseException:
             discard_fitted_state(self)
             raise
@@ -361,7 +357,7 @@ class PrivateEstimatorMixin:
     def _warn_large_delta(self, n_samples, budget=None):
         """:func:`warn_large_delta` for the fit's delta (its budget's: a route may spend none)."""
         delta = budget.delta if budget is not None else getattr(self, "delta", None)
-        warn_large_delta(type(self).__name__, delta, n_samples, stacklevel=5)
+        warn_large_delta(type(self).__name__, delta, n_samples)
 
     def _public_shape(self, X, y=None, *, requires_y=False):
         """``(n_samples, n_features)`` of X from its structure, after the structural errors.

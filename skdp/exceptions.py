@@ -1,5 +1,12 @@
 """Warnings and errors raised by skdp."""
 
+import os
+import sys
+import warnings
+
+import joblib
+import sklearn
+
 __all__ = [
     "PrivacyLeakWarning",
     "PrivacyGuaranteeWarning",
@@ -54,3 +61,25 @@ class LedgerFileError(RuntimeError):
     A ledger that cannot prove it is reading its own, intact records refuses
     to spend: it never starts over with a full budget.
     """
+
+
+
+# skdp's own directory, scikit-learn's and joblib's (a Pipeline fits its steps through
+# joblib.Memory): the frames a warning skips to reach the user's line
+_LIBRARY_DIRS = tuple(os.path.dirname(os.path.abspath(path)) + os.sep
+                      for path in (__file__, sklearn.__file__, joblib.__file__))
+
+
+def warn_at_caller(message, category):
+    """``warnings.warn`` pointing at the user's line: the first frame outside skdp,
+    scikit-learn and joblib (whose fit wrappers, pipelines and searches call ours).
+
+    A fixed ``stacklevel`` pointed into scikit-learn's ``_fit_context`` wrapper or into
+    skdp itself, depending on the route that warned, so that warnings of every fit seemed
+    to come from the same library line (and Python's default filter showed each once per
+    process, whichever line of the user's program fitted).
+    """
+    frame, level = sys._getframe(1), 2  # stacklevel 2: the caller of this function
+    while frame is not None and frame.f_code.co_filename.startswith(_LIBRARY_DIRS):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)

@@ -2,7 +2,6 @@
 
 from numbers import Integral, Real
 
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -15,7 +14,7 @@ from ._dask import validate_fit_data
 from ._stats import AugmentedRows, check_unit_sample_weight, check_weight_structure
 from ._validation import (call_without_values, check_data_norm, check_epsilon_delta,
                           clip_rows_for_transform, saturate, validate_private_data)
-from .exceptions import PrivacyGuaranteeWarning
+from .exceptions import PrivacyGuaranteeWarning, warn_at_caller
 from .base import PrivateEstimatorMixin, fixed_float_state, private_fit
 from .mechanisms.ndis import DECIMAL_CHOLESKY_MAX_D, private_sketch, sketch_plan
 from .decomposition._pca import _svd_flip_rows
@@ -51,7 +50,7 @@ def check_sketch_plan(owner, n, d, r, epsilon, delta, data_norm, allow_float):
                 "fit on fewer rows or columns, or set allow_float_sketch=True to accept a "
                 "floating-point release (DP in exact arithmetic only: attacks on the low bits "
                 "of floating-point noise, Mironov 2012, apply; it warns).")
-        warnings.warn(f"{owner}: {FLOAT_SKETCH_CAVEAT}", PrivacyGuaranteeWarning, stacklevel=5)
+        warn_at_caller(f"{owner}: {FLOAT_SKETCH_CAVEAT}", PrivacyGuaranteeWarning)
     return plan
 
 

@@ -76,3 +76,44 @@ def test_delta_at_least_one_over_n_warns_before_the_charge():
     with warnings.catch_warnings():
         warnings.simplefilter("error", LargeDeltaWarning)
         PrivateLogisticRegression(data_norm=1.0, classes=[0, 1], delta=9e-4).fit(X, y)
+
+
+def test_warnings_point_at_the_callers_line():
+    """Every warning of a fit, a pipeline, a search and for_release names the user's line
+    (here: this file), not a line of skdp or of scikit-learn's fit wrappers."""
+    import warnings
+
+    from sklearn.linear_model import LinearRegression
+    from sklearn.pipeline import make_pipeline
+
+    from skdp import for_release
+    from skdp.decomposition import PrivatePCA
+    from skdp.linear_model import PrivateHuberSVM, PrivateLogisticRegression, PrivateOLS
+    from skdp.model_selection import PrivateGridSearchCV
+    from skdp.random_projection import PrivateRandomProjection
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    y = (X[:, 0] > 0).astype(int)
+    fits = [
+        lambda: PrivateLogisticRegression(C=10.0, perturbation="objective").fit(X, y),
+        lambda: PrivateHuberSVM(delta=0.01).fit(X, y),
+        lambda: PrivateOLS(method="ls", data_norm=3.0, label_bound=1.0).fit(X, X[:, 0]),
+        lambda: PrivateOLS().fit(X, X[:, 0]),
+        lambda: PrivatePCA(mechanism="r1smg", epsilon=0.05, data_norm=3.0).fit(X),
+        lambda: PrivateRandomProjection(n_components=2).fit(X),
+        lambda: make_pipeline(PrivatePCA(n_components=2), PrivateOLS()).fit(X, X[:, 0]),
+        lambda: PrivateGridSearchCV(
+            PrivateLogisticRegression(data_norm=3.0, classes=[0, 1], perturbation="objective"),
+            {"C": [1.0, 1e4]}, epsilon=1.0, delta=0.01, strategy="exhaustive").fit(X, y),
+        lambda: for_release(LinearRegression().fit(X, X[:, 0])),
+    ]
+    for fit in fits:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fit()
+        assert caught, fit
+        for w in caught:
+            if issubclass(w.category, (DeprecationWarning, FutureWarning)):
+                continue
+            assert w.filename == __file__, (w.category.__name__, w.filename, str(w.message)[:80])

@@ -321,7 +321,8 @@ def test_gradient_route_clipping_matches_explicitly_scaled_rows(binding):
 def test_unsorted_sparse_input_is_not_copied_and_duplicates_are_summed():
     import scipy.sparse as sparse
 
-    from skdp.linear_model._rows import _as_float64_sparse, _has_duplicate_entries, row_norms_any
+    from skdp._stats import has_duplicate_entries as _has_duplicate_entries
+    from skdp.linear_model._rows import _as_float64_sparse, row_norms_any
 
     rng = np.random.default_rng(0)
     A = sparse.random(3000, 40, density=0.1, format="csr", random_state=1)

@@ -297,7 +297,6 @@ def _select_and_certify(FA0, FA1, FB0, FB1, names, epsilon, alpha, n_thresholds)
 
     result = (0.0, np.nan, np.nan, "none (no event with a positive certified gap)")
     best_bound = -np.inf
-    e = np.exp(epsilon)
     for j, _, side, direction, c in candidates:
         f0, f1 = FB0[:, j], FB1[:, j]
         k0 = int(np.count_nonzero(f0 <= c)) if side == "<=" else int(np.count_nonzero(f0 > c))

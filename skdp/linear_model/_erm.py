@@ -450,7 +450,7 @@ from .._validation import (
 from .._dask import is_dask_collection
 from .._stats import check_unit_sample_weight, check_weight_structure, computed_row_bound
 from ..base import PrivateEstimatorMixin, private_fit
-from ..exceptions import PrivacyGuaranteeWarning
+from ..exceptions import PrivacyGuaranteeWarning, warn_at_caller
 from ..mechanisms import Query, calibrate, get_mechanism
 from ..mechanisms._grid import (coarsen_for_samplers, discrete_gaussian_tv_reserve, grid_step,
                                 refine_for_reserve)
@@ -1382,11 +1382,11 @@ class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseE
             return
         warned.append(True)
         used = "the fitted C_" if inferred else f"C_={C_used:.3g}"
-        warnings.warn(
+        warn_at_caller(
             f"{type(self).__name__}: C={self.C!r} is above what objective perturbation allows at "
             f"n={n} and epsilon={eps:g}: its Jacobian term needs that much regularisation "
             f"(Iyengar et al. 2019), so {used} is used and any larger C gives the same "
-            "model. Search C below it, or use C='auto'.", UserWarning, stacklevel=6)
+            "model. Search C below it, or use C='auto'.", UserWarning)
 
     def _curve(self, n, d, classes, sparse=False, warned_C=None):
         """The fit's Gaussian curve from public inputs, before the charge (or ``None``).

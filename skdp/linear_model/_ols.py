@@ -1,13 +1,11 @@
 """Differentially private ordinary least squares."""
 
 import math
-import warnings
 from functools import lru_cache
 from types import MappingProxyType
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.sparse as sp
 from scipy import linalg
 from scipy.stats import norm
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
@@ -32,7 +30,7 @@ from .._validation import (
     validate_private_data,
 )
 from ..base import PrivateEstimatorMixin, private_fit
-from ..exceptions import PrivacyGuaranteeWarning
+from ..exceptions import PrivacyGuaranteeWarning, warn_at_caller
 from ..leverage import leverage_scores, residual_scores
 from ..mechanisms import NoiseSpec, Query, calibrate
 from ..mechanisms._grid import (check_gaussian_steps, coarsen_for_samplers,
@@ -912,20 +910,18 @@ class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         if method == "mean":
             delta = 0.0  # a Laplace release: pure epsilon-DP, whatever delta allowed
         if method in _UNVERIFIED:
-            warnings.warn(
+            warn_at_caller(
                 f"PrivateOLS(method={method!r}) is NOT verified differentially private: "
                 + ("its DP rests on the unproven monotonicity conjecture of Lu et al. (2023), Thm 5."
                    if method == "ls" else
                    "it is only asymptotically DP (central limit theorem in the sketch size)."),
                 PrivacyGuaranteeWarning,
-                stacklevel=3,
             )
         if self.relative_dp:
-            warnings.warn(
+            warn_at_caller(
                 "relative_dp=True: the noise decision depends on the private data's leverage; "
                 "the result is relative DP with respect to this dataset, NOT differential privacy.",
                 PrivacyGuaranteeWarning,
-                stacklevel=3,
             )
         pre = {}
         sparse = is_sparse_input(X)  # public: the input's format (it sets the kernel's chunks)

@@ -45,7 +45,6 @@ import scipy.sparse as sp
 from scipy.linalg import blas
 
 from .._stats import canonical_sparse, chunked_sum_depth
-from .._stats import has_duplicate_entries as _has_duplicate_entries
 from .._validation import row_norms
 
 __all__ = ["RowOperator", "row_norms_any", "as_operator", "safe_matmul", "CLIP_FLOOR"]

@@ -6,14 +6,13 @@ what it guarantees and how much error it adds. Estimators never draw noise
 themselves; they call ``spec.sample(rng)`` (or ``spec.privatize``).
 """
 
-import warnings
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
 import numpy as np
 
 from .._validation import check_epsilon_delta, check_generator
-from ..exceptions import PrivacyGuaranteeWarning
+from ..exceptions import PrivacyGuaranteeWarning, warn_at_caller
 from ._query import Query, _upper_triangle
 
 __all__ = ["Mechanism", "NoiseSpec", "register", "get_mechanism", "available_mechanisms"]
@@ -93,13 +92,12 @@ class Mechanism:
         if warn and not self.verified:
             warn_unverified(self)
         elif warn and not self.float_safe:
-            warnings.warn(
+            warn_at_caller(
                 f"mechanism {self.name!r} adds floating-point noise: its guarantee holds in exact "
                 "arithmetic, but its safety against attacks on the low bits of the release "
                 "(Mironov 2012) is not established, and mechanism='auto' never chooses it. The "
                 "Gaussian and Laplace mechanisms release on a grid and are safe.",
                 PrivacyGuaranteeWarning,
-                stacklevel=4,
             )
         params, mse = self._calibrate(query, epsilon, delta)
         return NoiseSpec(
@@ -116,12 +114,11 @@ class Mechanism:
         return f"<Mechanism {self.name!r} verified={self.verified}>"
 
 
-def warn_unverified(mechanism, stacklevel=4):
-    warnings.warn(
+def warn_unverified(mechanism):
+    warn_at_caller(
         f"mechanism {mechanism.name!r} is NOT verified differentially private: "
         f"{mechanism.failure} Its output must not be presented as DP.",
         PrivacyGuaranteeWarning,
-        stacklevel=stacklevel,
     )
 
 

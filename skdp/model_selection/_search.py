@@ -35,7 +35,7 @@ from sklearn.utils.validation import _num_samples, check_is_fitted, indexable
 
 from .._budget import PrivacyBudget
 from .._ledger import _Capture, _Captured
-from ..exceptions import PrivacyGuaranteeWarning
+from ..exceptions import PrivacyGuaranteeWarning, warn_at_caller
 from .._stats import check_unit_sample_weight, check_weight_structure, rounding_gamma
 from .._validation import (_SPENT_NOTE, MAX_PUBLIC_BOUND, MIN_PUBLIC_BOUND, call_without_values,
                            check_classes, check_public_structure, encode_labels,
@@ -1245,8 +1245,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         for category, message in dict.fromkeys(unverified):  # (the runs' own are withheld)
             what = ("some candidates are not verified: "
                     if issubclass(category, PrivacyGuaranteeWarning) else "a candidate: ")
-            warnings.warn(f"PrivateGridSearchCV, {what}{message}", category, stacklevel=3)
-        warn_large_delta("PrivateGridSearchCV", float(self.delta), n, stacklevel=3)
+            warn_at_caller(f"PrivateGridSearchCV, {what}{message}", category)
+        warn_large_delta("PrivateGridSearchCV", float(self.delta), n)
         law = self._stopping_law(len(candidates))
         total = PrivacyBudget(float(self.epsilon), float(self.delta))
         # Laplace mechanism on the mean score (public inputs: calibrated before the charge):
