@@ -23,7 +23,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 BENCHMARKS = ["bench_calibrate.py", "bench_samplers.py", "bench_grid.py", "bench_pca.py",
-              "bench_ols.py", "bench_classifiers.py", "bench_filter.py", "bench_gridsearch.py",
+              "bench_ols.py", "bench_classifiers.py", "bench_multiclass.py", "bench_row_norm.py", "bench_filter.py", "bench_gridsearch.py",
               "bench_dpsgd_accounting.py",
               "bench_diffprivlib.py", "bench_scale.py"]
 

@@ -72,6 +72,38 @@ def test_classifiers_quick(tmp_path):
         assert hi > lo + 0.05, (ds, hi, lo)
 
 
+def test_multiclass_quick(tmp_path):
+    out = _run("bench_multiclass.py", tmp_path, "--quick")
+    assert "ten classes" in out
+    header, rows = _read(tmp_path / "multiclass.csv")
+    assert header == ["model", "route", "epsilon", "accuracy", "accuracy_std", "n_seeds"]
+    acc = {(r["model"], r["route"], r["epsilon"]): float(r["accuracy"]) for r in rows}
+    assert all(r["n_seeds"] == "4" for r in rows)
+    lr, majority = acc[("LogisticRegression", "non-private", "")], acc[("majority class", "", "")]
+    assert lr > 0.9 and majority < 0.15
+    private = {k: v for k, v in acc.items() if k[1] in ("objective", "output")}
+    assert len(private) == 8  # 2 models x 2 routes x 2 epsilons
+    for (model, route, eps), v in private.items():
+        assert v <= lr + 0.02
+        if eps == "5.0":  # far above chance at the larger epsilon, and above the smaller one
+            assert v > 0.5 and v > private[(model, route, "1.0")], (model, route)
+
+
+def test_row_norm_quick(tmp_path):
+    out = _run("bench_row_norm.py", tmp_path, "--quick")
+    assert "PrivateRowNormScaler" in out
+    header, rows = _read(tmp_path / "row_norm.csv")
+    assert header == ["table", "setting", "value", "spread", "n_seeds"]
+    val = {(r["table"], r["setting"]): float(r["value"]) for r in rows}
+    # the released 95% quantile covers about 95% of the rows at epsilon 0.1
+    assert 0.9 <= val[("coverage", "epsilon=0.1")] <= 0.99
+    acc = {k[1]: v for k, v in val.items() if k[0] == "accuracy"}
+    assert acc["majority class"] + 0.1 < acc["pipeline (0.1 + 0.9)"]
+    assert acc["pipeline (0.1 + 0.9)"] <= acc["LogisticRegression (non-private)"] + 0.02
+    small = [v for k, v in val.items() if k[0] == "small n"]
+    assert len(small) == 6 and all(v > 10 for v in small)
+
+
 def test_pca_quick(tmp_path):
     out = _run("bench_pca.py", tmp_path, "--quick")
     assert "| synthetic | analyze_gauss |" in out
