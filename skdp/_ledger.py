@@ -374,15 +374,28 @@ def _planned_charge(estimator, X, y=None, **fit_params):
             "accepts: pass a budget, an skdp estimator, a PrivateGridSearchCV or a Pipeline "
             "of them.")
     est, capture = clone(estimator), _Capture()
-    # every ledger in it (a search's estimator may name the same ledger) becomes the probe
-    probes = {k: capture for k, v in est.get_params(deep=True).items()
-              if k.endswith("__accountant") and v is not None}
-    est.set_params(**probes, accountant=capture)
+    # every ledger in it (a search's estimator, or an estimator its grid puts in place, may
+    # name the same ledger) becomes the probe
+    _set_probe(est, capture)
+    if isinstance(est, PrivateGridSearchCV):
+        grids = est.param_grid if isinstance(est.param_grid, (list, tuple)) else [est.param_grid]
+        est.set_params(param_grid=[
+            {key: [_set_probe(clone(v), capture) if hasattr(v, "get_params") else v
+                   for v in values] for key, values in grid.items()} for grid in grids])
     try:
         est.fit(X, y, **fit_params)
     except _Captured as charge:
         return _as_budget(charge.budget), charge.curve
     return None  # it completed without a charge: it spends nothing
+
+
+def _set_probe(est, capture):
+    """``est`` with every accountant in it (its own, its steps') set to ``capture``."""
+    probes = {k: capture for k, v in est.get_params(deep=True).items()
+              if k.endswith("__accountant") and v is not None}
+    if "accountant" in est.get_params(deep=False):
+        probes["accountant"] = capture
+    return est.set_params(**probes)
 
 
 class _LedgerMixin:

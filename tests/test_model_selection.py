@@ -832,7 +832,8 @@ def test_search_accepts_steps_that_fit_nothing():
 
 def test_a_step_put_in_by_the_grid_gets_the_run_budget():
     """A grid point that replaces a step with a private estimator: the new step is a private
-    step of the run, with its share of the run budget and no ledger of its own."""
+    step of the run, with its share of the run budget and no ledger of its own; the ledger it
+    carried is the search's, charged once with the total (it had been bypassed: review 23)."""
     X, y = _data(n=400)
     own = BudgetLedger(100.0)
     pipe = make_pipeline(DPMeanCentering(), DPMeanClassifier())
@@ -841,7 +842,8 @@ def test_a_step_put_in_by_the_grid_gets_the_run_budget():
                                  random_state=0).fit(X, y)
     step = search.best_estimator_.named_steps["dpmeancentering"]
     assert step.epsilon == pytest.approx(0.5) and step.privacy_spent_.epsilon == pytest.approx(0.5)
-    assert step.accountant is None and own.spends == []
+    assert step.accountant is None
+    assert len(own.spends) == 1 and own.spent.epsilon == pytest.approx(1.0)
 
 
 # ----------------------------------------------------------------------
@@ -2054,3 +2056,33 @@ def test_search_checks_every_rows_labels_and_weights_whatever_the_split():
                                          strategy="exhaustive", random_state=seed)
             with pytest.raises(ValueError, match=match):
                 search.fit(X, yy, **kw)
+
+
+def test_a_ledger_on_an_estimator_the_grid_puts_in_place_is_charged():
+    """Review 23, F1: the runs' accountants are removed (the search charges once), so a ledger
+    on an estimator given through param_grid had been bypassed: the search fitted, the ledger
+    recorded nothing. It is now the search's ledger, as one on the search's estimator is."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3)) / 3
+    y = (X[:, 0] > 0).astype(int)
+
+    def search(ledger, own=None):
+        clf = PrivateLogisticRegression(data_norm=1.0, classes=[0, 1], accountant=ledger)
+        pipe = make_pipeline(Normalizer(), PrivateLogisticRegression(data_norm=1.0, classes=[0, 1]))
+        return PrivateGridSearchCV(pipe, {"privatelogisticregression": [clf]}, epsilon=1.0,
+                                   accountant=own, random_state=0)
+
+    tiny = BudgetLedger(0.01, 0.0)
+    assert not tiny.accepts(search(tiny), X, y)
+    with pytest.raises(BudgetExceededError):
+        search(tiny).fit(X, y)
+    assert tiny.spends == [] and tiny.spent.epsilon == 0
+    big = BudgetLedger(10.0, 0.0)
+    assert big.accepts(search(big), X, y)
+    fitted = search(big).fit(X, y)
+    assert len(big.spends) == 1 and big.spent.epsilon == pytest.approx(1.0)
+    assert fitted.privacy_spent_.epsilon == pytest.approx(1.0)
+    other = BudgetLedger(10.0, 0.0)
+    with pytest.raises(ValueError, match="different accountants"):
+        search(tiny, own=other).fit(X, y)
+    assert other.spends == [] and tiny.spends == []

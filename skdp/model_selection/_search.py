@@ -41,7 +41,8 @@ from .._validation import (_SPENT_NOTE, MAX_PUBLIC_BOUND, MIN_PUBLIC_BOUND, call
                            check_classes, check_public_structure, encode_labels,
                            is_sparse_input, seed_entropy)
 from .._dask import is_dask_collection
-from ..base import (BOUND_PARAMETERS, PrivateEstimatorMixin, _fits_nothing, private_fit,
+from ..base import (BOUND_PARAMETERS, PrivateEstimatorMixin, _estimators_in, _fits_nothing,
+                    private_fit,
                     walk_estimators, warn_large_delta)
 from ..mechanisms import Query, calibrate
 from ._cost import (_leaf_steps, _private_steps, selection_run_budget, truncated_negative_binomial_gamma,
@@ -1164,19 +1165,24 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             per_row = np.clip(np.nan_to_num(per_row, nan=lo), lo, hi)
         return float(spec.privatize(np.float64(per_row.mean()), random_state=rng))
 
-    def _ledger(self):
-        """The one ledger to charge: the search's, or the inner estimator's."""
+    def _ledger(self, candidates=()):
+        """The one ledger to charge: the search's, or one set on the inner estimator or on an
+        estimator that a grid point puts in place (``{"clf": [ledgered_clf]}``: the runs'
+        accountants are removed, so such a ledger had been bypassed, never charged)."""
         ledgers = [] if self.accountant is None else [self.accountant]
-        params = self.estimator.get_params(deep=True)
-        for name in _privacy_param_names(self.estimator, "accountant"):
-            led = params[name]
-            if led is not None and all(led is not other for other in ledgers):
-                ledgers.append(led)
+        holders = [self.estimator] + [est for cand in candidates for value in cand.values()
+                                      for est in _estimators_in(value)]
+        for holder in holders:
+            params = holder.get_params(deep=True)
+            for name in _privacy_param_names(holder, "accountant"):
+                led = params[name]
+                if led is not None and all(led is not other for other in ledgers):
+                    ledgers.append(led)
         if len(ledgers) > 1:
             raise ValueError(
-                "PrivateGridSearchCV: the search and its estimator are given different "
-                "accountants; the search charges one ledger once with its total. Set the "
-                "ledger on the search (or on the estimator) only."
+                "PrivateGridSearchCV: the search, its estimator and the estimators of its grid "
+                "are given different accountants; the search charges one ledger once with its "
+                "total. Set the ledger on the search (or on the estimators) only."
             )
         return ledgers[0] if ledgers else None
 
@@ -1201,7 +1207,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         # -- everything public, before the charge ---------------------------
         candidates, run, refit_budget = self._plan()
         lo, hi = self._score_range()
-        ledger = self._ledger()
+        ledger = self._ledger(candidates)
         # structure only, before the charge; the final estimator's tags say whether y is
         # required and whether it may have several columns (a Pipeline's own tags do not)
         final = self.estimator
