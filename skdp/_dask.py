@@ -2,7 +2,7 @@
 
 ``PrivatePCA``, ``PrivateOLS`` and ``PrivateRandomProjection`` release a
 noisy function of one sum over rows (a clipped Gram matrix). On a
-``dask.array`` (or a dask DataFrame) that sum is computed where the blocks
+``dask.array`` that sum is computed where the blocks
 live: every row block is reduced to its ``(k, k)`` partial sum by
 :func:`skdp._stats.clipped_gram` on a worker, the partial sums are added in
 a binary tree on the workers, and only the final ``(k, k)`` matrix (and one
@@ -13,9 +13,10 @@ privacy analysis is unchanged (the sum is exact up to floating-point
 reassociation, which the grid releases already cover).
 
 The number of rows is public (replace-one relation): a dask array with
-unknown chunk sizes is refused rather than counted, and a dask DataFrame is
-converted with ``to_dask_array(lengths=True)`` (the partition lengths are
-the public ``n``). dask is an optional dependency (``pip install
+unknown chunk sizes is refused rather than counted, and so is a dask
+DataFrame or Series (its length is never known without running its
+partitions; ``X.to_dask_array(lengths=True)`` converts it where the user
+chooses). dask is an optional dependency (``pip install
 'skdp[dask]'``); nothing here imports it unless a dask collection is passed.
 """
 
@@ -34,32 +35,26 @@ def is_dask_collection(X):
 def _as_array(X, name):
     import dask.array as da
 
-    if hasattr(X, "to_dask_array"):  # DataFrame / Series: partition lengths are the public n
-        # computing the lengths runs the partitions' graph (a lazy conversion of a cell that is
-        # not a number fails there, and numpy's message quotes the cell): without values
-        frame = X
-        X = _run_without_values(lambda: frame.to_dask_array(lengths=True), name)
+    from ._validation import check_known_chunks
+
+    check_known_chunks(X, name)  # a DataFrame or Series: refused (its length is not known)
     if not isinstance(X, da.Array):
-        raise TypeError(f"{name} must be a dask array or DataFrame, got {type(X).__name__}.")
+        raise TypeError(f"{name} must be a dask array, got {type(X).__name__}.")
     return X
 
 
 def check_dask_input(estimator, X, y=None, *, reset=True):
     """Validate the structure of dask inputs (no values read) and align ``y`` with ``X``.
 
-    Sets ``n_features_in_`` (and ``feature_names_in_`` for a DataFrame with
-    string column names) when ``reset``. Returns ``(X, y, n, d)`` with ``X``
+    Sets ``n_features_in_`` (and removes ``feature_names_in_``: a dask
+    array has no column names) when ``reset``. Returns ``(X, y, n, d)`` with ``X``
     re-chunked to whole rows (one chunk along the columns) and ``y`` (a dask
     array, or None) chunked like ``X``'s rows. Value checks (finiteness)
     happen inside the block reduction.
     """
-    from ._validation import check_known_chunks
-
-    columns = getattr(X, "columns", None)
-    X = _as_array(X, "X")
+    X = _as_array(X, "X")  # (unknown chunk sizes and DataFrames are refused there)
     if X.ndim != 2:
         raise ValueError(f"Expected a 2-D dask array for X, got {X.ndim} dimension(s).")
-    check_known_chunks(X, "X")
     if not (np.issubdtype(X.dtype, np.floating) or np.issubdtype(X.dtype, np.integer)
             or X.dtype == bool):
         raise ValueError(f"X must be numeric, got dtype {X.dtype}.")
@@ -68,9 +63,7 @@ def check_dask_input(estimator, X, y=None, *, reset=True):
         raise ValueError(f"Found array with shape {(n, d)}; a non-empty 2-D array is required.")
     if reset:
         estimator.n_features_in_ = d
-        if columns is not None and all(isinstance(c, str) for c in columns):
-            estimator.feature_names_in_ = np.asarray(list(columns), dtype=object)
-        elif hasattr(estimator, "feature_names_in_"):
+        if hasattr(estimator, "feature_names_in_"):
             del estimator.feature_names_in_
     elif getattr(estimator, "n_features_in_", d) != d:
         raise ValueError(f"X has {d} features, but {type(estimator).__name__} is expecting "

@@ -313,19 +313,38 @@ _RESHAPE_HINT = ("Reshape your data either using array.reshape(-1, 1) if your da
 
 
 def check_known_chunks(v, name):
-    """Refuse a dask array whose chunk sizes are unknown (NaN), before anything is charged.
+    """Refuse a dask array whose chunk sizes are unknown (NaN), and a dask DataFrame or Series,
+    before anything is charged.
 
     Its shape (the number of rows above all) is a public input under the
     replace-one relation: it is never counted from the data (a boolean mask
-    leaves the chunk sizes unknown). Anything else passes unchanged.
+    leaves the chunk sizes unknown). A dask DataFrame never knows its length:
+    counting it runs every partition (reads the data, and a worker's log can
+    quote a cell that fails to convert) before the budget is checked, even
+    for a fit the ledger then refuses (review 23, F2). Anything else passes
+    unchanged.
     """
     from ._dask import is_dask_collection
 
+    if is_dask_collection(v) and hasattr(v, "to_dask_array"):
+        raise ValueError(
+            f"{name} is a dask DataFrame or Series: its number of rows is a public input here, "
+            "and counting it would run every partition before the budget is checked. Convert "
+            f"it first with {name}.to_dask_array(lengths=True) (which counts the rows) and pass "
+            "the array.")
     chunks = getattr(v, "chunks", None)
     if (is_dask_collection(v) and isinstance(chunks, tuple)
             and any(np.isnan(c) for axis in chunks for c in axis)):
         raise ValueError(f"{name} has unknown chunk sizes: the number of rows is a public input "
                          f"here; call {name}.compute_chunk_sizes() first.")
+
+
+def _dtype_name(dtype):
+    """A dtype's name for a message, without values: a pandas sparse dtype prints its fill
+    value, which pandas advises setting to the column's most common value (review 23, F3)."""
+    if type(dtype).__name__ == "SparseDtype":
+        return f"Sparse[{getattr(dtype, 'subtype', '?')}] (its fill value is not 0; not shown)"
+    return str(dtype)
 
 
 def _single_output(estimator):
@@ -397,7 +416,7 @@ def _check_public_dtype(A, name, refused):
                 and not _is_zero(getattr(dtype, "fill_value", 0))))
         if (isinstance(kind, str) and kind in refused) or never or (
                 dask and isinstance(kind, str) and kind not in "biuf"):
-            what = "Complex data" if kind == "c" else f"{name} of dtype {dtype}"
+            what = "Complex data" if kind == "c" else f"{name} of dtype {_dtype_name(dtype)}"
             raise ValueError(f"{what} not supported: {name} must be real numbers (its declared "
                              "dtype decides, before the budget is charged).")
 
@@ -704,9 +723,9 @@ def check_label_kind(y, classes, estimator=None):
         who = f"{type(estimator).__name__}: " if estimator is not None else ""
         what = {"U": "strings", "S": "bytes", "M": "dates", "m": "time spans"}.get(kind, "numbers")
         declared = "numbers" if numeric_classes else "strings"
-        raise ValueError(f"{who}y holds {what} (its dtype is {y.dtype}) and the declared classes "
-                         f"are {declared}: no label could match. Convert y or classes (decided "
-                         "by the dtypes, before the budget is charged).")
+        raise ValueError(f"{who}y holds {what} (its dtype is {_dtype_name(y.dtype)}) and the "
+                         f"declared classes are {declared}: no label could match. Convert y or "
+                         "classes (decided by the dtypes, before the budget is charged).")
 
 
 def encode_labels(y, classes, estimator=None):

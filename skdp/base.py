@@ -63,7 +63,9 @@ _SEED_ATTRIBUTES = frozenset({"_seeds"})
 
 def _estimators_in(value, depth=0):
     """Estimators in a parameter or fitted attribute (lists, tuples, dicts: pipeline steps,
-    column transformers' ``transformers_``, a search's ``best_estimator_``)."""
+    column transformers' ``transformers_``, a search's ``best_estimator_``), and in the
+    attributes of scikit-learn's helper objects that hold fitted members without being
+    estimators (``CalibratedClassifierCV.calibrated_classifiers_``: review 23, F4)."""
     if hasattr(value, "get_params") and not isinstance(value, type):
         yield value
     elif depth < 4 and isinstance(value, (list, tuple)):
@@ -71,6 +73,10 @@ def _estimators_in(value, depth=0):
             yield from _estimators_in(item, depth + 1)
     elif depth < 4 and isinstance(value, dict):
         for item in value.values():
+            yield from _estimators_in(item, depth + 1)
+    elif (depth < 4 and not isinstance(value, type) and hasattr(value, "__dict__")
+          and type(value).__module__.split(".")[0] == "sklearn"):
+        for item in vars(value).values():
             yield from _estimators_in(item, depth + 1)
 
 

@@ -481,6 +481,20 @@ def test_for_release_strips_seeds_and_ledgers_and_keeps_the_release():
     assert all(e.random_state is None for e in pub.estimators_)
     np.testing.assert_array_equal(pub.predict(X), bag.predict(X))
     assert bag._seeds is not None
+    # review 23, F4: CalibratedClassifierCV keeps its fitted members inside plain helper
+    # objects (calibrated_classifiers_), which are not estimators: entered as well
+    from sklearn.calibration import CalibratedClassifierCV
+
+    cal = CalibratedClassifierCV(PrivateLogisticRegression(
+        data_norm=1.0, classes=[0, 1], random_state=424242, accountant=led), cv=2).fit(X, y)
+    with pytest.warns(skdp.PrivacyLeakWarning, match="not private"):
+        pub = skdp.for_release(cal)
+    assert all(c.estimator.random_state is None and c.estimator.accountant is None
+               for c in pub.calibrated_classifiers_)
+    np.testing.assert_array_equal(pub.predict(X), cal.predict(X))
+    blob = pickle.dumps(pub)
+    assert b"BudgetLedger" not in blob and b"Generator" not in blob
+    assert all(c.estimator.random_state == 424242 for c in cal.calibrated_classifiers_)
 
 
 def test_for_release_refuses_scikit_learn_searches_and_keeps_only_noisy_search_results():
@@ -1479,3 +1493,20 @@ def test_scale_by_bounds_ignores_the_process_error_state():
     finally:
         np.seterr(**old)
     assert np.all(np.isfinite(out))
+
+
+def test_sparse_fill_value_is_not_quoted():
+    """Review 23, F3: the refusal of a pandas sparse column named its dtype, which prints the
+    fill value; pandas advises setting it to the column's most common value (private)."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    column = rng.choice([31415.92, 0.5], p=[0.7, 0.3], size=100)
+    X = pd.DataFrame({"a": rng.uniform(0, 1, 100),
+                      "b": pd.arrays.SparseArray(column, fill_value=31415.92)})
+    for est in (PrivatePCA(n_components=1, data_norm=1e5),
+                PrivateOLS(data_norm=1e5, label_bound=1.0)):
+        ledger = BudgetLedger(10.0, 1e-3)
+        est.set_params(accountant=ledger)
+        with pytest.raises(ValueError, match="dtype Sparse") as info:
+            est.fit(X, np.zeros(100))
+        assert "31415" not in str(info.value) and ledger.spends == []

@@ -142,15 +142,55 @@ def test_estimators_fit_dask_like_numpy(client, monkeypatch, make):
                                                else 3)
 
 
-def test_dask_dataframe_feature_names(client):
-    dd = pytest.importorskip("dask.dataframe")
-    pd = pytest.importorskip("pandas")
-    X, _ = _data(1000, 4)
-    X /= np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1.0)
-    df = dd.from_pandas(pd.DataFrame(X, columns=list("abcd")), npartitions=3)
-    est = PrivatePCA(n_components=2, data_norm=1.0, random_state=0).fit(df)
-    assert list(est.feature_names_in_) == list("abcd")
-    assert est.components_.shape == (2, 4)
+class _LazyFrame:
+    """Looks like a dask DataFrame to skdp (a dask type with a graph, columns and
+    ``to_dask_array``); every way of reading its rows or counting them is recorded."""
+
+    __module__ = "dask.dataframe.stand_in"
+    columns = ["a", "b", "c"]
+    ndim = 2
+    reads = []
+
+    def __dask_graph__(self):
+        return {}
+
+    def __len__(self):
+        self.reads.append("len")
+        return 100
+
+    def to_dask_array(self, lengths=None):
+        self.reads.append("to_dask_array")
+        return da.zeros((100, 3), chunks=50)
+
+    def compute(self):
+        self.reads.append("compute")
+
+    def __array__(self, dtype=None, copy=None):
+        self.reads.append("array")
+        return np.zeros((100, 3))
+
+
+def test_dask_dataframes_are_refused_before_their_rows_are_counted():
+    """Review 23, F2: a dask DataFrame's length is known only by running its partitions, which
+    fits and ledger.accepts did before the budget check (a refused fit read the data, and a
+    worker's log quoted a cell that failed to convert). Refused from its type, like a dask
+    array of unknown chunk sizes; nothing read, nothing spent."""
+    y = np.zeros(100)
+    for est in (PrivatePCA(n_components=2, data_norm=1.0),
+                PrivateOLS(method="ssp", data_norm=1.0, label_bound=1.0),
+                PrivateRandomProjection(n_components=2, data_norm=1.0)):
+        ledger = BudgetLedger(0.01, 1e-9)  # too little: the refusal must not read first
+        est.set_params(accountant=ledger)
+        frame = _LazyFrame()
+        with pytest.raises(ValueError, match="to_dask_array"):
+            est.fit(frame, y)
+        with pytest.raises(ValueError, match="to_dask_array"):
+            ledger.accepts(est, frame, y)
+        if isinstance(est, PrivateOLS):  # a dask Series as y, next to a dask array X
+            with pytest.raises(ValueError, match="to_dask_array"):
+                est.fit(da.zeros((100, 3), chunks=50), frame)
+        assert _LazyFrame.reads == [] and ledger.spends == []
+        assert not hasattr(est, "n_features_in_")
 
 
 def test_inferred_data_norm_warns(client):
@@ -315,8 +355,8 @@ def test_blocks_are_read_as_held_not_cast_to_the_declared_dtype():
 
 def test_lazy_dataframe_conversion_errors_carry_no_value():
     """A dask DataFrame whose lazy conversion fails on a cell: computing its partition lengths
-    (to_dask_array(lengths=True)) ran outside the masking, and numpy's message quoting the cell
-    escaped the fit after the charge (review 10, F3)."""
+    ran outside the masking, and numpy's message quoting the cell escaped the fit after the
+    charge (review 10, F3). DataFrames are now refused before anything is run (review 23)."""
     dd = pytest.importorskip("dask.dataframe")
     pd = pytest.importorskip("pandas")
     frame = pd.DataFrame(np.random.default_rng(0).uniform(-0.5, 0.5, size=(100, 3)),
@@ -326,12 +366,14 @@ def test_lazy_dataframe_conversion_errors_carry_no_value():
     y = np.random.default_rng(1).uniform(-0.5, 0.5, 100)
     for est, args in [(PrivateOLS(method="ssp", data_norm=1.0, label_bound=1.0, delta=1e-6),
                        (ddf, y)), (PrivatePCA(n_components=2, data_norm=1.0, delta=1e-6), (ddf,))]:
+        ledger = BudgetLedger(10.0, 1e-3)
+        est.set_params(accountant=ledger)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            with pytest.raises(ValueError) as err:
+            with pytest.raises(ValueError, match="to_dask_array") as err:
                 est.fit(*args)
         assert "4242" not in str(err.value) and "HIV" not in str(err.value)
-        assert err.value.__context__ is None and err.value.__cause__ is None
+        assert ledger.spends == []
 
 
 def test_complex_dask_labels_are_refused_like_numpy():
