@@ -1510,3 +1510,61 @@ def test_sparse_fill_value_is_not_quoted():
         with pytest.raises(ValueError, match="dtype Sparse") as info:
             est.fit(X, np.zeros(100))
         assert "31415" not in str(info.value) and ledger.spends == []
+
+
+_CORRUPT_SPARSE_SCRIPT = r"""
+import warnings; warnings.simplefilter("ignore")
+import numpy as np, scipy.sparse as sp
+from skdp import (BudgetLedger, PrivateHuberSVM, PrivateLogisticRegression, PrivateOLS,
+                  PrivatePCA, PrivateRandomProjection)
+from skdp.model_selection import PrivateGridSearchCV
+from skdp.preprocessing import PrivateStandardScaler
+
+def corrupt(fmt):
+    X = sp.random(60, 3, density=0.5, random_state=0, format="csr") * 0.5
+    if fmt == "coo":
+        X = X.tocoo()
+        X.col[4] = 98765
+        return X
+    X = X.asformat(fmt)
+    X.indices = X.indices.astype(np.int64)
+    X.indices[4] = 98765
+    return X
+
+y = np.tile([0, 1], 30)
+for fmt in ("csr", "csc", "coo"):
+    for est in (PrivateLogisticRegression(data_norm=1, classes=[0, 1]),
+                PrivateHuberSVM(data_norm=1, classes=[0, 1], perturbation="gradient"),
+                PrivateOLS(data_norm=1, label_bound=1),
+                PrivateOLS(method="sketch", data_norm=1, label_bound=1),
+                PrivatePCA(n_components=2, data_norm=1),
+                PrivateRandomProjection(n_components=2, data_norm=1),
+                PrivateStandardScaler(bounds=(-1, 1), with_mean=False),
+                PrivateGridSearchCV(PrivateLogisticRegression(data_norm=1, classes=[0, 1]),
+                                    {"C": [1.0, 0.1]}, epsilon=1.0)):
+        est.set_params(accountant=BudgetLedger(100, 1e-2))
+        try:
+            est.fit(corrupt(fmt), y)
+            print("FITTED", fmt, type(est).__name__)
+        except ValueError as e:
+            assert "structure is invalid" in str(e) and "98765" not in str(e), str(e)
+            print("refused", fmt, type(est).__name__, flush=True)
+"""
+
+
+def test_corrupt_sparse_structure_is_refused_not_a_crash():
+    """Review 23: a CSR matrix with a column index beyond its width crashed the process (a
+    segfault in scipy's tocsc) after the charge. Every fit refuses such a matrix (CSR, CSC,
+    COO) with a value-free error. Run in a subprocess: a regression is a crash."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[1])  # this checkout's skdp
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get(
+        "PYTHONPATH")])))
+    res = subprocess.run([sys.executable, "-c", _CORRUPT_SPARSE_SCRIPT], capture_output=True,
+                         text=True, timeout=300, cwd=root, env=env)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    assert res.stdout.count("refused") == 24 and "FITTED" not in res.stdout

@@ -38,8 +38,8 @@ from .._ledger import _Capture, _Captured
 from ..exceptions import PrivacyGuaranteeWarning, warn_at_caller
 from .._stats import check_unit_sample_weight, check_weight_structure, rounding_gamma
 from .._validation import (_SPENT_NOTE, MAX_PUBLIC_BOUND, MIN_PUBLIC_BOUND, call_without_values,
-                           check_classes, check_public_structure, encode_labels,
-                           is_sparse_input, seed_entropy)
+                           check_classes, check_public_structure, check_sparse_structure,
+                           encode_labels, is_sparse_input, seed_entropy)
 from .._dask import is_dask_collection
 from ..base import (BOUND_PARAMETERS, PrivateEstimatorMixin, _estimators_in, _fits_nothing,
                     private_fit,
@@ -1288,6 +1288,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             picks = np.arange(len(candidates))
 
         # -- data ----------------------------------------------------------
+        if sp.issparse(X):  # (indexable converts formats: scipy trusts the structure)
+            check_sparse_structure(X, spent=True)
         X, y = indexable(X, y)
         perm = np.random.default_rng(split_seq).permutation(n)  # depends on n and the seed only
         val_idx, train_idx = np.sort(perm[:n_val]), np.sort(perm[n_val:])
