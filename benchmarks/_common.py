@@ -47,6 +47,19 @@ def write_csv(name, header, rows):
     return path
 
 
+def parse_seeds(doc, quick, default):
+    """The number of seeds a benchmark script runs: ``--seeds N``, or ``quick`` with
+    ``--quick`` (a smoke run), else ``default``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help=f"{quick} seeds (smoke run)")
+    parser.add_argument("--seeds", type=int, default=None,
+                        help=f"number of seeds (default {default})")
+    args = parser.parse_args()
+    return args.seeds or (quick if args.quick else default)
+
+
 def unit_rows(X):
     """Rows scaled to Euclidean norm 1 (public, row-wise: ``data_norm = 1``)."""
     import numpy as np

@@ -16,7 +16,6 @@ accuracy, accuracy_std, n_seeds``). Run: ``python3 benchmarks/bench_multiclass.p
 [--quick] [--seeds N]``. Quoted in ``doc/estimators/logistic_regression.rst``.
 """
 
-import argparse
 import warnings
 
 import numpy as np
@@ -70,11 +69,7 @@ def run(n_seeds):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="4 seeds (smoke run)")
-    parser.add_argument("--seeds", type=int, default=None, help="number of splits (default 40)")
-    args = parser.parse_args()
-    n_seeds = args.seeds or (4 if args.quick else 40)
+    n_seeds = _common.parse_seeds(__doc__, quick=4, default=40)
     rows = run(n_seeds)
     print(f"digits, ten classes, 1 257 training rows, {n_seeds} seeds, delta = {DELTA:g}")
     print(f"{'model':<28}{'route':<13}{'epsilon':>8}{'accuracy':>10}{'std':>8}")

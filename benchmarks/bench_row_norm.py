@@ -24,7 +24,6 @@ Run: ``python3 benchmarks/bench_row_norm.py [--quick] [--seeds N]``; writes
 ``benchmarks/results/row_norm.csv`` (``table, setting, value, spread, n_seeds``).
 """
 
-import argparse
 import warnings
 
 import numpy as np
@@ -98,11 +97,7 @@ def small_tables(n_seeds):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="3 seeds (smoke run)")
-    parser.add_argument("--seeds", type=int, default=None, help="seeds per table (default 20)")
-    args = parser.parse_args()
-    n_seeds = args.seeds or (3 if args.quick else 20)
+    n_seeds = _common.parse_seeds(__doc__, quick=3, default=20)
     rows = coverage_and_pipeline(n_seeds) + small_tables(n_seeds)
     print(f"PrivateRowNormScaler, quantile 0.95, {n_seeds} seeds")
     print(f"{'table':<10}{'setting':<42}{'value':>8}  spread")

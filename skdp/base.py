@@ -314,6 +314,25 @@ def private_fit(fit):
     return wrapper
 
 
+class ValueFreeScoreMixin:
+    """``score`` of the scikit-learn mixin after it in the bases, its ``ValueError`` /
+    ``TypeError`` re-raised without values (:func:`~skdp._validation.call_without_values`).
+
+    Scoring reads data that may be private too (held-out rows): scikit-learn's accuracy
+    quoted labels ("Mix of label input types ... Got ['<label>' ...]", review 23), while
+    ``predict`` already masked its own errors.
+    """
+
+    def score(self, X, y, sample_weight=None):
+        from ._validation import call_without_values
+
+        return call_without_values(super().score, X, y, sample_weight=sample_weight,
+                                   name=("X", "y"))
+
+    score.__doc__ = ("Return the score of ``predict`` on ``(X, y)`` (scikit-learn's: accuracy "
+                     "for a classifier, R^2 for a regressor); errors carry no value of the data.")
+
+
 class PrivateEstimatorMixin:
     """Mixin for skdp estimators: privacy parameters, the fit protocol, tags."""
 

@@ -1568,3 +1568,37 @@ def test_corrupt_sparse_structure_is_refused_not_a_crash():
                          text=True, timeout=300, cwd=root, env=env)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     assert res.stdout.count("refused") == 24 and "FITTED" not in res.stdout
+
+
+def test_score_and_search_delegations_quote_no_value():
+    """Review 23 (notes): the classifiers' score quoted labels through scikit-learn's accuracy
+    ("Mix of label input types ... Got ['<label>' ...]"), and the search's predict through a
+    scikit-learn step quoted a cell; both now re-raise without values."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import Normalizer
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.5, 0.5, (200, 3))
+    y = (X[:, 0] > 0).astype(int)
+    secret = np.array(["SECRETLABEL"] + ["x"] * 199)
+    clf = PrivateLogisticRegression(data_norm=1.0, classes=[0, 1]).fit(X, y)
+    with pytest.raises(ValueError) as info:
+        clf.score(X, secret)
+    assert "SECRET" not in str(info.value)
+    ols = PrivateOLS(data_norm=1.0, label_bound=1.0).fit(X, X[:, 0])
+    with pytest.raises(ValueError) as info:
+        ols.score(X, secret)
+    assert "SECRET" not in str(info.value)
+    search = PrivateGridSearchCV(
+        make_pipeline(Normalizer(), PrivateLogisticRegression(data_norm=1.0, classes=[0, 1])),
+        {"privatelogisticregression__C": [1.0, 0.1]}, epsilon=1.0).fit(X, y)
+    cells = X.astype(object)
+    cells[7, 1] = "SECRETCELL 1234.5678"
+    for method in ("predict", "predict_proba", "decision_function"):
+        with pytest.raises(ValueError) as info:
+            getattr(search, method)(cells)
+        assert "SECRET" not in str(info.value) and "1234" not in str(info.value)
+    with pytest.raises(ValueError) as info:
+        search.score(X, secret)
+    assert "SECRET" not in str(info.value)
+    assert 0.0 <= search.score(X, y) <= 1.0 and 0.0 <= clf.score(X, y) <= 1.0

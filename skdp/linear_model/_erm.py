@@ -449,7 +449,7 @@ from .._validation import (
 )
 from .._dask import is_dask_collection
 from .._stats import check_unit_sample_weight, check_weight_structure, computed_row_bound
-from ..base import PrivateEstimatorMixin, private_fit
+from ..base import PrivateEstimatorMixin, ValueFreeScoreMixin, private_fit
 from ..exceptions import PrivacyGuaranteeWarning, warn_at_caller
 from ..mechanisms import Query, calibrate, get_mechanism
 from ..mechanisms._grid import (coarsen_for_samplers, discrete_gaussian_tv_reserve, grid_step,
@@ -1302,7 +1302,8 @@ def _record_weights(sample_weight, class_weight, classes_, y_idx, estimator):
 # ----------------------------------------------------------------------
 # estimator base
 # ----------------------------------------------------------------------
-class _BasePrivateLinearClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimator):
+class _BasePrivateLinearClassifier(ValueFreeScoreMixin, PrivateEstimatorMixin, ClassifierMixin,
+                                   BaseEstimator):
     """Shared fit/predict of the private linear classifiers (see module docstring)."""
 
     _parameter_constraints = {

@@ -29,7 +29,7 @@ from .._validation import (
     check_positive_finite,
     validate_private_data,
 )
-from ..base import PrivateEstimatorMixin, private_fit
+from ..base import PrivateEstimatorMixin, ValueFreeScoreMixin, private_fit
 from ..exceptions import PrivacyGuaranteeWarning, warn_at_caller
 from ..leverage import leverage_scores, residual_scores
 from ..mechanisms import NoiseSpec, Query, calibrate
@@ -389,7 +389,7 @@ def _float_labels(y):
     return y
 
 
-class PrivateOLS(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
+class PrivateOLS(ValueFreeScoreMixin, PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     """Differentially private ordinary least squares.
 
     Neighbouring relation: replace-one record ``(x, y)``, n public. Public

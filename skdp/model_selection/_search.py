@@ -1346,30 +1346,32 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         return self
 
     # -- delegation -------------------------------------------------------
+    # (the selected model may be a Pipeline whose scikit-learn steps quote a cell in their
+    # errors: the delegations re-raise them without values, as the skdp estimators do)
     @available_if(_estimator_has("predict"))
     def predict(self, X):
         check_is_fitted(self)
-        return self.best_estimator_.predict(X)
+        return call_without_values(self.best_estimator_.predict, X)
 
     @available_if(_estimator_has("predict_proba"))
     def predict_proba(self, X):
         check_is_fitted(self)
-        return self.best_estimator_.predict_proba(X)
+        return call_without_values(self.best_estimator_.predict_proba, X)
 
     @available_if(_estimator_has("decision_function"))
     def decision_function(self, X):
         check_is_fitted(self)
-        return self.best_estimator_.decision_function(X)
+        return call_without_values(self.best_estimator_.decision_function, X)
 
     @available_if(_estimator_has("transform"))
     def transform(self, X):
         check_is_fitted(self)
-        return self.best_estimator_.transform(X)
+        return call_without_values(self.best_estimator_.transform, X)
 
     def score(self, X, y=None):
         """``best_estimator_.score`` (exact: for *public* test data only)."""
         check_is_fitted(self)
-        return self.best_estimator_.score(X, y)
+        return call_without_values(self.best_estimator_.score, X, y, name=("X", "y"))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
