@@ -199,10 +199,13 @@ def has_duplicate_entries(X):
     sum: scipy defines duplicates as summed, and a row clipped entry by entry or
     normed from its stored values would keep ``sqrt(m)`` times the bound for
     ``m`` copies of one entry). Rows are checked block by block (about
-    ``_DUPLICATE_BLOCK`` stored values at a time).
+    ``_DUPLICATE_BLOCK`` stored values at a time): a block whose indices increase
+    strictly along each row has none (one comparison per value); the others are
+    sorted. scipy's cached ``has_canonical_format`` flag is not trusted: it goes
+    stale when ``indices`` is edited in place and anyone can set it, and with it
+    one row storing an entry four times had added four times the clipping bound to
+    the released statistic (review 24).
     """
-    if X.has_canonical_format:
-        return False
     ptr, idx = X.indptr, X.indices
     nnz = int(ptr[-1])
     if nnz == 0:
@@ -213,7 +216,10 @@ def has_duplicate_entries(X):
     for i, j in zip(bounds[:-1], bounds[1:]):
         seg = idx[ptr[i]:ptr[j]].astype(np.int64)
         rows = np.repeat(np.arange(j - i, dtype=np.int64), np.diff(ptr[i:j + 1]))
-        keys = np.sort(rows * width + seg)
+        keys = rows * width + seg
+        if keys.size > 1 and np.all(keys[1:] > keys[:-1]):
+            continue  # sorted within each row, no repeat
+        keys = np.sort(keys)
         if keys.size > 1 and np.any(keys[1:] == keys[:-1]):
             return True
     return False
@@ -230,6 +236,7 @@ def canonical_sparse(X):
     """
     if has_duplicate_entries(X):
         X = X.astype(np.float64)  # (a copy)
+        X.has_canonical_format = False  # (a stale flag copied along would make scipy skip it)
         with np.errstate(over="ignore", invalid="ignore"):
             X.sum_duplicates()
         if not np.all(np.isfinite(X.data)):

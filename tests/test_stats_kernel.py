@@ -342,3 +342,24 @@ def test_duplicate_sparse_entries_are_summed_before_clipping():
         for attr in attrs:
             np.testing.assert_allclose(getattr(a, attr), getattr(b, attr), rtol=1e-9, atol=1e-12,
                                        err_msg=f"{type(a).__name__}.{attr}")
+
+
+def test_a_stale_canonical_flag_does_not_hide_duplicates():
+    """Review 24, F2: ``has_canonical_format`` was trusted, and scipy caches it: after an
+    in-place edit of ``indices`` (or a flag set by hand) a row storing an entry four times
+    was normed entry by entry but summed in the Gram matrix (4x the clipping bound)."""
+    import scipy.sparse as sparse
+
+    from skdp._stats import clipped_gram, has_duplicate_entries
+
+    X = sparse.csr_matrix((np.array([0.9, 0.9, 0.9, 0.9, 0.5]), np.array([0, 0, 0, 0, 1]),
+                           np.array([0, 4, 5])), shape=(2, 2))
+    X.has_canonical_format = True  # a wrong flag
+    assert has_duplicate_entries(X)
+    np.testing.assert_allclose(clipped_gram(X, 1.0)[0, 0], 1.0 + 0.0, rtol=1e-12)
+    Y = sparse.csr_matrix((np.array([0.9, 0.9, 0.5]), np.array([0, 1, 1]), np.array([0, 2, 3])),
+                          shape=(2, 2))
+    assert Y.has_canonical_format
+    Y.indices[1] = 0  # row 0 now stores column 0 twice; the cached flag stays True
+    assert has_duplicate_entries(Y)
+    assert clipped_gram(Y, 1.0)[0, 0] <= 1.0 + 1e-12
