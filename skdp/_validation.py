@@ -628,6 +628,26 @@ def validate_private_data(estimator, X, y="no_validation", spent=None, **kwargs)
                                **kwargs)
 
 
+def _compressed_ok(indptr, indices, data, major, minor):
+    """Whether compressed pointers and indices describe a ``major x minor`` matrix."""
+    ptr, idx = np.asarray(indptr), np.asarray(indices)
+    if not (ptr.ndim == 1 and idx.ndim == 1 and ptr.shape[0] == major + 1 and ptr.shape[0]
+            and int(ptr[0]) == 0 and int(ptr[-1]) <= min(idx.shape[0], np.shape(data)[0])
+            and bool(np.all(ptr[1:] >= ptr[:-1]))):
+        return False
+    nnz = int(ptr[-1])
+    return nnz == 0 or (int(idx[:nnz].min()) >= 0 and int(idx[:nnz].max()) < minor)
+
+
+def _indices_ok(coords, data, shape):
+    """Whether each coordinate array has one entry per stored value, inside ``shape``."""
+    coords = [np.asarray(c) for c in coords]
+    if not all(c.ndim == 1 and c.shape[0] == np.shape(data)[0] for c in coords):
+        return False
+    return np.shape(data)[0] == 0 or all(int(c.min()) >= 0 and int(c.max()) < size
+                                         for c, size in zip(coords, shape))
+
+
 def check_sparse_structure(X, spent=False):
     """Refuse a scipy.sparse matrix whose stored structure is corrupt: an index outside its
     shape, or compressed pointers that do not start at 0, decrease or pass the stored values.
@@ -641,21 +661,30 @@ def check_sparse_structure(X, spent=False):
     with np.errstate(all="ignore"):
         if fmt in ("csr", "csc"):
             major, minor = X.shape if fmt == "csr" else X.shape[::-1]
-            ptr, idx = np.asarray(X.indptr), np.asarray(X.indices)
-            ok = (ptr.ndim == 1 and idx.ndim == 1 and ptr.shape[0] == major + 1
-                  and int(ptr[0]) == 0 and int(ptr[-1]) <= min(idx.shape[0], X.data.shape[0])
-                  and bool(np.all(ptr[1:] >= ptr[:-1])))
-            nnz = int(ptr[-1]) if ok else 0
-            if ok and nnz:
-                ok = int(idx[:nnz].min()) >= 0 and int(idx[:nnz].max()) < minor
+            ok = _compressed_ok(X.indptr, X.indices, X.data, major, minor)
+        elif fmt == "bsr":  # a CSR structure over blocks (scipy's tocsr trusts it too)
+            (r, c), (m, n) = X.blocksize, X.shape
+            ok = (r > 0 and c > 0 and m % r == 0 and n % c == 0
+                  and np.ndim(X.data) == 3 and tuple(X.data.shape[1:]) == (r, c)
+                  and _compressed_ok(X.indptr, X.indices, X.data, m // r, n // c))
         elif fmt == "coo":
             coords = getattr(X, "coords", None) or (X.row, X.col)
-            ok = all(np.asarray(c).shape == X.data.shape for c in coords)
-            if ok and X.data.shape[0]:
-                ok = all(int(np.min(c)) >= 0 and int(np.max(c)) < size
-                         for c, size in zip(coords, X.shape))
+            ok = _indices_ok(coords, X.data, X.shape)
+        elif fmt == "lil":  # rows: one list of column indices per row, data alike
+            rows, data = X.rows, X.data
+            ok = (len(rows) == len(data) == X.shape[0]
+                  and all(len(a) == len(b) for a, b in zip(rows, data)))
+            if ok and len(rows):
+                cols = np.concatenate([np.asarray(a, dtype=np.int64).ravel() for a in rows])
+                ok = _indices_ok([cols], cols, X.shape[1:])
+        elif fmt == "dok":  # keys: (row, column) pairs (dict methods bypass scipy's checks)
+            keys = np.asarray(list(X.keys()), dtype=np.int64).reshape(-1, 2)
+            ok = _indices_ok([keys[:, 0], keys[:, 1]], keys[:, 0], X.shape)
+        elif fmt == "dia":  # out-of-range diagonals are masked by scipy's conversions
+            ok = (np.ndim(X.data) == 2 and np.ndim(X.offsets) == 1
+                  and X.data.shape[0] == X.offsets.shape[0])
         else:
-            return  # other formats are converted by scipy from their own checked structure
+            ok = False  # a format this check does not know: refused rather than trusted
     if not ok:
         raise ValueError(
             "X is a sparse matrix whose stored structure is invalid (an index outside its shape, "

@@ -1526,13 +1526,21 @@ def corrupt(fmt):
         X = X.tocoo()
         X.col[4] = 98765
         return X
-    X = X.asformat(fmt)
+    if fmt == "lil":
+        X = X.tolil()
+        X.rows[next(i for i, r in enumerate(X.rows) if r)][0] = 98765
+        return X
+    if fmt == "dok":
+        X = X.todok()
+        getattr(X, "_dict", X)[(3, 98765)] = 0.5  # (its dict's methods bypass scipy's checks)
+        return X
+    X = X.tobsr(blocksize=(1, 1)) if fmt == "bsr" else X.asformat(fmt)
     X.indices = X.indices.astype(np.int64)
     X.indices[4] = 98765
     return X
 
 y = np.tile([0, 1], 30)
-for fmt in ("csr", "csc", "coo"):
+for fmt in ("csr", "csc", "coo", "bsr", "lil", "dok"):
     for est in (PrivateLogisticRegression(data_norm=1, classes=[0, 1]),
                 PrivateHuberSVM(data_norm=1, classes=[0, 1], perturbation="gradient"),
                 PrivateOLS(data_norm=1, label_bound=1),
@@ -1554,8 +1562,9 @@ for fmt in ("csr", "csc", "coo"):
 
 def test_corrupt_sparse_structure_is_refused_not_a_crash():
     """Review 23: a CSR matrix with a column index beyond its width crashed the process (a
-    segfault in scipy's tocsc) after the charge. Every fit refuses such a matrix (CSR, CSC,
-    COO) with a value-free error. Run in a subprocess: a regression is a crash."""
+    segfault in scipy's tocsc) after the charge, and so did BSR and LIL ones (review 24). Every
+    fit refuses such a matrix (CSR, CSC, COO, BSR, LIL, DOK) with a value-free error. Run in a
+    subprocess: a regression is a crash."""
     import os
     import subprocess
     import sys
@@ -1567,7 +1576,7 @@ def test_corrupt_sparse_structure_is_refused_not_a_crash():
     res = subprocess.run([sys.executable, "-c", _CORRUPT_SPARSE_SCRIPT], capture_output=True,
                          text=True, timeout=300, cwd=root, env=env)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
-    assert res.stdout.count("refused") == 24 and "FITTED" not in res.stdout
+    assert res.stdout.count("refused") == 48 and "FITTED" not in res.stdout
 
 
 def test_score_and_search_delegations_quote_no_value():
