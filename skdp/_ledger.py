@@ -354,7 +354,7 @@ def _planned_charges(estimator, X, y=None, **fit_params):
         charge = _planned_charge(step, _stand_in(n, width, sparse, dtype), y_in,
                                  **_dry_fit_params(fit_params, prefix, n, n))
         if charge is not None:
-            charges.append((*charge, step.get_params(deep=False).get("accountant")))
+            charges.append((*charge, _own_ledger(step)))
     return charges
 
 
@@ -373,15 +373,20 @@ def _planned_charge(estimator, X, y=None, **fit_params):
         raise TypeError(
             "accepts: pass a budget, an skdp estimator, a PrivateGridSearchCV or a Pipeline "
             "of them.")
-    est, capture = clone(estimator), _Capture()
-    # every ledger in it (a search's estimator, or an estimator its grid puts in place, may
-    # name the same ledger) becomes the probe
-    _set_probe(est, capture)
-    if isinstance(est, PrivateGridSearchCV):
-        grids = est.param_grid if isinstance(est.param_grid, (list, tuple)) else [est.param_grid]
-        est.set_params(param_grid=[
-            {key: [_set_probe(clone(v), capture) if hasattr(v, "get_params") else v
-                   for v in values] for key, values in grid.items()} for grid in grids])
+    capture = _Capture()
+    if isinstance(estimator, PrivateGridSearchCV):
+        # the search's own rule finds the ledger it would charge and raises what it raises
+        # (two different ledgers), read on the original (a clone deep-copies each ledger
+        # separately); the clone's dry run charges the probe in its place
+        _own_ledger(estimator)
+        est = clone(estimator)
+        est._ledger = lambda candidates=(): capture
+    else:
+        est = clone(estimator)
+        # every ledger in it becomes the probe
+        probes = {k: capture for k, v in est.get_params(deep=True).items()
+                  if k.endswith("__accountant") and v is not None}
+        est.set_params(**probes, accountant=capture)
     try:
         est.fit(X, y, **fit_params)
     except _Captured as charge:
@@ -389,13 +394,16 @@ def _planned_charge(estimator, X, y=None, **fit_params):
     return None  # it completed without a charge: it spends nothing
 
 
-def _set_probe(est, capture):
-    """``est`` with every accountant in it (its own, its steps') set to ``capture``."""
-    probes = {k: capture for k, v in est.get_params(deep=True).items()
-              if k.endswith("__accountant") and v is not None}
-    if "accountant" in est.get_params(deep=False):
-        probes["accountant"] = capture
-    return est.set_params(**probes)
+def _own_ledger(step):
+    """The accountant a private step's fit charges: its ``accountant``, or for a search the
+    one its own rule finds (on its estimator or on the estimators of its grid)."""
+    from sklearn.model_selection import ParameterGrid
+
+    from .model_selection import PrivateGridSearchCV
+
+    if isinstance(step, PrivateGridSearchCV):
+        return step._ledger(list(ParameterGrid(step.param_grid)))
+    return step.get_params(deep=False).get("accountant")
 
 
 class _LedgerMixin:

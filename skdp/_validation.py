@@ -344,7 +344,7 @@ def _dtype_name(dtype):
     """A dtype's name for a message, without values: a pandas sparse dtype prints its fill
     value, which pandas advises setting to the column's most common value (review 23, F3)."""
     if type(dtype).__name__ == "SparseDtype":
-        return f"Sparse[{getattr(dtype, 'subtype', '?')}] (its fill value is not 0; not shown)"
+        return f"Sparse[{getattr(dtype, 'subtype', '?')}] (its fill value is not shown)"
     return str(dtype)
 
 

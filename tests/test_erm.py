@@ -1052,3 +1052,24 @@ def test_small_epsilon_wide_fits_do_not_fail_after_the_charge(perturbation, eps,
     clf = PrivateLogisticRegression(epsilon=eps, delta=delta, perturbation=perturbation, data_norm=1.0,
                                     classes=[0, 1], accountant=ledger, random_state=0).fit(X, y)
     assert np.all(np.isfinite(clf.coef_))
+
+
+def test_auto_regularization_cache_follows_the_registry():
+    """Review 24, F4: the C="auto" rule is cached by mechanism name; a name registered again
+    for another mechanism returned the first mechanism's lambda."""
+    import copy
+
+    from skdp.linear_model._erm import auto_regularization
+    from skdp.mechanisms import get_mechanism, register
+    from skdp.mechanisms._base import _REGISTRY
+
+    args = ("objective", 0.25, 1000, 3, 4, 1.5, 1.0, 1e-5, "test-cache-name", 1e-6)
+    try:
+        for base in ("laplace", "analytic_gaussian"):
+            mech = copy.copy(get_mechanism(base))
+            mech.name = "test-cache-name"
+            register(mech)
+            assert auto_regularization(*args) == auto_regularization.__wrapped__(*args)
+    finally:
+        _REGISTRY.pop("test-cache-name", None)
+        auto_regularization.cache_clear()

@@ -2086,3 +2086,48 @@ def test_a_ledger_on_an_estimator_the_grid_puts_in_place_is_charged():
     with pytest.raises(ValueError, match="different accountants"):
         search(tiny, own=other).fit(X, y)
     assert other.spends == [] and tiny.spends == []
+
+
+def test_accepts_agrees_with_the_search_on_grid_ledgers():
+    """Review 24, F3: the dry run rewrote the grid to put its probe in, which missed ledgers in
+    list-valued grid entries (a false "different accountants"), hid a real one, turned a set
+    into a valid grid, and a search inside a Pipeline was charged "nowhere". accepts now asks
+    the search's own rule, and agrees with fit in each case."""
+    from sklearn.pipeline import Pipeline
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3)) / 3
+    y = (X[:, 0] > 0).astype(int)
+
+    def lr(ledger=None):
+        return PrivateLogisticRegression(data_norm=1.0, classes=[0, 1], accountant=ledger)
+
+    def outcome(make, ledger):
+        try:
+            answer = ledger.accepts(make(), X, y)
+        except (ValueError, TypeError) as exc:
+            answer = type(exc)
+        try:
+            make().fit(X, y)
+            fitted = True
+        except (ValueError, TypeError) as exc:
+            fitted = BudgetExceededError if isinstance(exc, BudgetExceededError) else type(exc)
+        return answer, fitted
+
+    L = BudgetLedger(10.0, 0.0)  # a list of steps holding a ledgered step
+    assert outcome(lambda: PrivateGridSearchCV(
+        make_pipeline(Normalizer(), lr()), {"steps": [[("n", Normalizer()), ("clf", lr(L))]]},
+        epsilon=1.0, random_state=0), L) == (True, True)
+    assert len(L.spends) == 1
+    A, B = BudgetLedger(10.0, 0.0), BudgetLedger(10.0, 0.0)  # two ledgers: both refuse
+    assert outcome(lambda: PrivateGridSearchCV(
+        make_pipeline(Normalizer(), lr()), {"privatelogisticregression": [lr(B)]}, epsilon=1.0,
+        accountant=A, random_state=0), A) == (ValueError, ValueError)
+    L = BudgetLedger(10.0, 0.0)  # a set is not a grid, for both
+    assert outcome(lambda: PrivateGridSearchCV(lr(), {"C": {1.0, 0.1}}, epsilon=1.0,
+                                               accountant=L), L) == (TypeError, TypeError)
+    T = BudgetLedger(0.01, 0.0)  # a search inside a Pipeline charges its grid's ledger
+    assert outcome(lambda: Pipeline([("n", Normalizer()), ("s", PrivateGridSearchCV(
+        make_pipeline(Normalizer(), lr()), {"privatelogisticregression": [lr(T)]}, epsilon=1.0,
+        random_state=0))]), T) == (False, BudgetExceededError)
+    assert T.spends == []

@@ -452,6 +452,7 @@ from .._stats import check_unit_sample_weight, check_weight_structure, computed_
 from ..base import PrivateEstimatorMixin, ValueFreeScoreMixin, private_fit
 from ..exceptions import PrivacyGuaranteeWarning, warn_at_caller
 from ..mechanisms import Query, calibrate, get_mechanism
+from ..mechanisms import _base as _mechanisms_base
 from ..mechanisms._grid import (coarsen_for_samplers, discrete_gaussian_tv_reserve, grid_step,
                                 refine_for_reserve)
 from ..mechanisms.gaussian import analytic_gaussian_mu, composed_gaussian_spec
@@ -807,6 +808,9 @@ def auto_regularization(perturbation, curvature, n, K, p, R, eps, delta, mechani
             best = (bound, lam)
     return float(best[1])
 
+
+# a name registered again may name another mechanism: the cached values are dropped (review 24)
+_mechanisms_base._ON_REGISTER.append(auto_regularization.cache_clear)
 
 _SOLVER_MAX_ITER = 1000  # max_iter="auto" for output/objective: iterations of the fast path
 _STEPS_MIN, _STEPS_MAX = 20, 1000  # range of the gradient route's public step rule

@@ -217,11 +217,18 @@ def _rebuild_spec(mechanism, query, epsilon, delta, verified, params, mse):
     return NoiseSpec(mechanism, query, epsilon, delta, verified, MappingProxyType(params), mse)
 
 
+#: functions called after the registry changes (caches of values computed from mechanisms
+#: named in it: the C="auto" rule of skdp.linear_model._erm)
+_ON_REGISTER = []
+
+
 def register(mechanism):
     """Add a mechanism instance to the registry (by its ``name``)."""
     if not isinstance(mechanism, Mechanism) or not mechanism.name:
         raise TypeError("register takes a named Mechanism instance.")
     _REGISTRY[mechanism.name] = mechanism
+    for hook in _ON_REGISTER:
+        hook()
     return mechanism
 
 
