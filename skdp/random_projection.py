@@ -271,7 +271,7 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
         """
         from .linear_model._ols import default_delta
 
-        n, d_public = self._public_shape(X)  # structure only, no values
+        n, d_public = self._public_shape(X, y)  # structure only (y: its length), no values
         if n is None:
             n = _num_samples(X)  # raises sklearn's error for inputs that are not array-like
         delta = default_delta(n) if self.delta is None else self.delta

@@ -493,7 +493,7 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
         -------
         self : PrivatePCA
         """
-        self._fit(X, sample_weight)
+        self._fit(X, y, sample_weight)
         return self
 
     def fit_transform(self, X, y=None, sample_weight=None):
@@ -510,7 +510,7 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
         -------
         X_new : ndarray of shape (n_samples, n_components_)
         """
-        return self.fit(X, sample_weight=sample_weight).transform(X)
+        return self.fit(X, y, sample_weight=sample_weight).transform(X)
 
     def _check_public(self, n_samples, n_features):
         """Errors decided by the parameters and the shape of X alone."""
@@ -541,8 +541,8 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
         query = _gram_query(n, d, R, c, weighted=weighted, sparse=sparse)
         return calibrate(query, budget.epsilon, budget.delta, mechanism=_MECHANISMS[self.mechanism])
 
-    def _fit(self, X, sample_weight=None):
-        n_pub, d_pub = self._public_shape(X)  # structure only, no values
+    def _fit(self, X, y=None, sample_weight=None):
+        n_pub, d_pub = self._public_shape(X, y)  # structure only (y: its length), no values
         weighted = sample_weight is not None  # public: whether weights are passed
         sparse = is_sparse_input(X)  # public: the input's format (it sets the kernel's chunks)
         pre = {}

@@ -311,7 +311,7 @@ class PrivateRowNormScaler(OneToOneFeatureMixin, TransformerMixin, PrivateEstima
         -------
         self : PrivateRowNormScaler
         """
-        budget, rng = self._start_fit(*self._public_shape(X))  # structure only, no values
+        budget, rng = self._start_fit(*self._public_shape(X, y))  # structure only (y: its length)
         X = validate_private_data(self, X, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES)
         n = X.shape[0]
         norms = row_norms_any(X)

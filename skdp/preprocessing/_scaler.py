@@ -480,7 +480,7 @@ class PrivateStandardScaler(PrivateEstimatorMixin, OneToOneFeatureMixin, Transfo
                 "Cannot center sparse matrices: pass `with_mean=False` instead. See docstring "
                 "for motivation and alternatives."
             )
-        n_pub, d_pub = self._public_shape(X)  # structure only, no values
+        n_pub, d_pub = self._public_shape(X, y)  # structure only (y: its length), no values
         releases = self.with_mean or self.with_std
         pre = {}
 
