@@ -628,10 +628,12 @@ def validate_private_data(estimator, X, y="no_validation", spent=None, **kwargs)
                                **kwargs)
 
 
-def _compressed_ok(indptr, indices, data, major, minor):
-    """Whether compressed pointers and indices describe a ``major x minor`` matrix."""
+def _compressed_ok(indptr, indices, data, major, minor, data_ndim=1):
+    """Whether compressed pointers and indices describe a ``major x minor`` matrix (``data``:
+    one value per index, or one block for BSR's ``data_ndim=3``)."""
     ptr, idx = np.asarray(indptr), np.asarray(indices)
-    if not (ptr.ndim == 1 and idx.ndim == 1 and ptr.shape[0] == major + 1 and ptr.shape[0]
+    if not (ptr.ndim == 1 and idx.ndim == 1 and np.ndim(data) == data_ndim
+            and ptr.shape[0] == major + 1 and ptr.shape[0]
             and int(ptr[0]) == 0 and int(ptr[-1]) <= min(idx.shape[0], np.shape(data)[0])
             and bool(np.all(ptr[1:] >= ptr[:-1]))):
         return False
@@ -642,7 +644,8 @@ def _compressed_ok(indptr, indices, data, major, minor):
 def _indices_ok(coords, data, shape):
     """Whether each coordinate array has one entry per stored value, inside ``shape``."""
     coords = [np.asarray(c) for c in coords]
-    if not all(c.ndim == 1 and c.shape[0] == np.shape(data)[0] for c in coords):
+    if np.ndim(data) != 1 or not all(c.ndim == 1 and c.shape[0] == np.shape(data)[0]
+                                     for c in coords):
         return False
     return np.shape(data)[0] == 0 or all(int(c.min()) >= 0 and int(c.max()) < size
                                          for c, size in zip(coords, shape))
@@ -666,7 +669,7 @@ def check_sparse_structure(X, spent=False):
             (r, c), (m, n) = X.blocksize, X.shape
             ok = (r > 0 and c > 0 and m % r == 0 and n % c == 0
                   and np.ndim(X.data) == 3 and tuple(X.data.shape[1:]) == (r, c)
-                  and _compressed_ok(X.indptr, X.indices, X.data, m // r, n // c))
+                  and _compressed_ok(X.indptr, X.indices, X.data, m // r, n // c, data_ndim=3))
         elif fmt == "coo":
             coords = getattr(X, "coords", None) or (X.row, X.col)
             ok = _indices_ok(coords, X.data, X.shape)

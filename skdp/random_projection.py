@@ -13,7 +13,8 @@ from ._budget import PrivacyBudget
 from ._dask import validate_fit_data
 from ._stats import AugmentedRows, check_unit_sample_weight, check_weight_structure
 from ._validation import (call_without_values, check_data_norm, check_epsilon_delta,
-                          clip_rows_for_transform, saturate, validate_private_data)
+                          check_sparse_structure, clip_rows_for_transform, saturate,
+                          validate_private_data)
 from .exceptions import PrivacyGuaranteeWarning, warn_at_caller
 from .base import PrivateEstimatorMixin, fixed_float_state, private_fit
 from .mechanisms.ndis import DECIMAL_CHOLESKY_MAX_D, private_sketch, sketch_plan
@@ -357,6 +358,7 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
         """
         check_is_fitted(self)
         if sp.issparse(X):  # projections are narrow: the dense output is larger than this copy
+            check_sparse_structure(X)  # (scipy's toarray trusts it)
             X = X.toarray()
         X = np.asarray(X)
         X = call_without_values(  # a cell that is not a number: no value in the message

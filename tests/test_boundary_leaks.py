@@ -1557,6 +1557,43 @@ for fmt in ("csr", "csc", "coo", "bsr", "lil", "dok"):
         except ValueError as e:
             assert "structure is invalid" in str(e) and "98765" not in str(e), str(e)
             print("refused", fmt, type(est).__name__, flush=True)
+
+# data of two dimensions (one row's values moved other rows' norms: review 25, F2)
+X2 = sp.random(60, 3, density=0.5, random_state=0, format="csr")
+X2.data = np.column_stack([X2.data, X2.data])
+for est in (PrivateOLS(data_norm=1, label_bound=1), PrivateStandardScaler(bounds=(-1, 1),
+            with_mean=False), PrivatePCA(n_components=2, data_norm=1)):
+    try:
+        est.fit(X2, y)
+        print("FITTED 2-D data", type(est).__name__)
+    except ValueError as e:
+        assert "structure is invalid" in str(e), str(e)
+        print("refused-2d", type(est).__name__, flush=True)
+
+# inverse transforms read sparse input too (review 25, F3)
+Xok = sp.random(60, 3, density=0.5, random_state=0, format="csr") * 0.5
+for est in (PrivatePCA(n_components=2, data_norm=1), PrivateRandomProjection(n_components=2,
+            data_norm=1), PrivateStandardScaler(bounds=(-1, 1), with_mean=False)):
+    est.fit(Xok.toarray() if not isinstance(est, PrivateStandardScaler) else Xok)
+    width = est.transform(Xok[:2]).shape[1]
+    Z = sp.random(60, width, density=0.5, random_state=1, format="csr")
+    Z.indices = Z.indices.astype(np.int64)
+    Z.indices[4] = 10**7
+    try:
+        est.inverse_transform(Z)
+        print("FITTED inverse", type(est).__name__)
+    except ValueError as e:
+        assert "structure is invalid" in str(e), str(e)
+        print("refused-inverse", type(est).__name__, flush=True)
+
+# valid small index dtypes: block pointers had wrapped in int8 (a crash, review 25, F1)
+for dtype in (np.int8, np.uint8, np.int16):
+    Xs = sp.random(400, 5, density=0.9, random_state=2, format="csr") * 0.4
+    Xs.indices = Xs.indices.astype(dtype)
+    for est in (PrivateLogisticRegression(data_norm=1, classes=[0, 1]),
+                PrivateHuberSVM(data_norm=1, classes=[0, 1])):
+        est.fit(Xs, np.tile([0, 1], 200))
+        print("small-index-dtype fitted", np.dtype(dtype).name, type(est).__name__, flush=True)
 """
 
 
@@ -1576,7 +1613,9 @@ def test_corrupt_sparse_structure_is_refused_not_a_crash():
     res = subprocess.run([sys.executable, "-c", _CORRUPT_SPARSE_SCRIPT], capture_output=True,
                          text=True, timeout=300, cwd=root, env=env)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
-    assert res.stdout.count("refused") == 48 and "FITTED" not in res.stdout
+    assert res.stdout.count("refused ") == 48 and "FITTED" not in res.stdout
+    assert res.stdout.count("refused-2d") == 3 and res.stdout.count("refused-inverse") == 3
+    assert res.stdout.count("small-index-dtype fitted") == 6
 
 
 def test_score_and_search_delegations_quote_no_value():

@@ -135,8 +135,8 @@ from .._dask import validate_fit_data
 from .._stats import (UNIT_ROUNDOFF, check_unit_sample_weight, check_weight_structure,
                       clipped_gram, computed_row_bound, gram_rounding_bound)
 from .._validation import (call_without_values, check_data_norm, check_epsilon_delta,
-                           clip_rows_for_transform, is_sparse_input, saturate,
-                           validate_private_data)
+                           check_sparse_structure, clip_rows_for_transform, is_sparse_input,
+                           saturate, validate_private_data)
 from ..mechanisms import Query, calibrate, get_mechanism
 from ..mechanisms.selection import applicable_names
 
@@ -674,6 +674,7 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
         """
         check_is_fitted(self)
         if sp.issparse(X):  # projections are narrow: the dense output is larger than this copy
+            check_sparse_structure(X)  # (scipy's toarray trusts it)
             X = X.toarray()
         X = np.asarray(X)
         X = call_without_values(  # a cell that is not a number: no value in the message

@@ -213,13 +213,16 @@ class RowOperator:
         """
         if getattr(self, "_blocks", None) is None:
             X, ptr, m = self.X, self.X.indptr, _SPARSE_ROWS
+            # the blocks' index dtype holds their pointers: int8 / int16 indices (valid for
+            # scipy) had wrapped a block's pointers and crashed the products (review 25)
+            idt = np.result_type(X.indices.dtype, np.int32)
             blocks = []
             for i in range(0, self.n, m):
                 j = min(self.n, i + m)
                 blk = sp.csr_matrix((j - i, self.d), dtype=np.float64)
                 blk.data = X.data[ptr[i]:ptr[j]]
-                blk.indices = X.indices[ptr[i]:ptr[j]]
-                blk.indptr = (ptr[i:j + 1] - ptr[i]).astype(X.indices.dtype, copy=False)
+                blk.indices = X.indices[ptr[i]:ptr[j]].astype(idt, copy=False)
+                blk.indptr = (ptr[i:j + 1] - ptr[i]).astype(idt, copy=False)
                 blocks.append((i, j, blk))
             self._blocks = blocks
         return self._blocks

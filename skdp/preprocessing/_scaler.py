@@ -121,7 +121,8 @@ from sklearn.utils.validation import FLOAT_DTYPES, check_array, check_is_fitted,
 
 from .._budget import PrivacyBudget
 from .._validation import (MAX_PUBLIC_BOUND, _leak_warning, call_without_values, saturate,
-                           check_epsilon_delta, is_sparse_input, validate_private_data)
+                           check_epsilon_delta, check_sparse_structure, is_sparse_input,
+                           validate_private_data)
 from .._filter import release_curve
 from ..base import PrivateEstimatorMixin, fixed_float_state, private_fit
 from ..mechanisms import Query, calibrate
@@ -631,6 +632,8 @@ class PrivateStandardScaler(PrivateEstimatorMixin, OneToOneFeatureMixin, Transfo
         X_original : {ndarray, sparse matrix} of shape (n_samples, n_features)
         """
         check_is_fitted(self)
+        if sparse.issparse(X):
+            check_sparse_structure(X)  # (its conversion to CSR trusts it)
         X = call_without_values(check_array, X, accept_sparse="csr", copy=True,
                                 dtype=FLOAT_DTYPES)
         if sparse.issparse(X):
