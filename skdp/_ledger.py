@@ -373,17 +373,14 @@ def _planned_charge(estimator, X, y=None, **fit_params):
         raise TypeError(
             "accepts: pass a budget, an skdp estimator, a PrivateGridSearchCV or a Pipeline "
             "of them.")
-    capture = _Capture()
+    est, capture = clone(estimator), _Capture()
     if isinstance(estimator, PrivateGridSearchCV):
         # the search's own rule finds the ledger it would charge and raises what it raises
         # (two different ledgers), read on the original (a clone deep-copies each ledger
         # separately); the clone's dry run charges the probe in its place
         _own_ledger(estimator)
-        est = clone(estimator)
         est._ledger = lambda candidates=(): capture
-    else:
-        est = clone(estimator)
-        # every ledger in it becomes the probe
+    else:  # every ledger in it becomes the probe
         probes = {k: capture for k, v in est.get_params(deep=True).items()
                   if k.endswith("__accountant") and v is not None}
         est.set_params(**probes, accountant=capture)

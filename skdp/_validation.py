@@ -327,15 +327,16 @@ def check_known_chunks(v, name):
     """
     from ._dask import is_dask_collection
 
-    if is_dask_collection(v) and hasattr(v, "to_dask_array"):
+    if not is_dask_collection(v):
+        return
+    if hasattr(v, "to_dask_array"):
         raise ValueError(
             f"{name} is a dask DataFrame or Series: its number of rows is a public input here, "
             "and counting it would run every partition before the budget is checked. Convert "
             f"it first with {name}.to_dask_array(lengths=True) (which counts the rows) and pass "
             "the array.")
     chunks = getattr(v, "chunks", None)
-    if (is_dask_collection(v) and isinstance(chunks, tuple)
-            and any(np.isnan(c) for axis in chunks for c in axis)):
+    if isinstance(chunks, tuple) and any(np.isnan(c) for axis in chunks for c in axis):
         raise ValueError(f"{name} has unknown chunk sizes: the number of rows is a public input "
                          f"here; call {name}.compute_chunk_sizes() first.")
 
@@ -661,33 +662,32 @@ def check_sparse_structure(X, spent=False):
     value (the sparsity pattern is private data too).
     """
     fmt = getattr(X, "format", None)
-    with np.errstate(all="ignore"):
-        if fmt in ("csr", "csc"):
-            major, minor = X.shape if fmt == "csr" else X.shape[::-1]
-            ok = _compressed_ok(X.indptr, X.indices, X.data, major, minor)
-        elif fmt == "bsr":  # a CSR structure over blocks (scipy's tocsr trusts it too)
-            (r, c), (m, n) = X.blocksize, X.shape
-            ok = (r > 0 and c > 0 and m % r == 0 and n % c == 0
-                  and np.ndim(X.data) == 3 and tuple(X.data.shape[1:]) == (r, c)
-                  and _compressed_ok(X.indptr, X.indices, X.data, m // r, n // c, data_ndim=3))
-        elif fmt == "coo":
-            coords = getattr(X, "coords", None) or (X.row, X.col)
-            ok = _indices_ok(coords, X.data, X.shape)
-        elif fmt == "lil":  # rows: one list of column indices per row, data alike
-            rows, data = X.rows, X.data
-            ok = (len(rows) == len(data) == X.shape[0]
-                  and all(len(a) == len(b) for a, b in zip(rows, data)))
-            if ok and len(rows):
-                cols = np.concatenate([np.asarray(a, dtype=np.int64).ravel() for a in rows])
-                ok = _indices_ok([cols], cols, X.shape[1:])
-        elif fmt == "dok":  # keys: (row, column) pairs (dict methods bypass scipy's checks)
-            keys = np.asarray(list(X.keys()), dtype=np.int64).reshape(-1, 2)
-            ok = _indices_ok([keys[:, 0], keys[:, 1]], keys[:, 0], X.shape)
-        elif fmt == "dia":  # out-of-range diagonals are masked by scipy's conversions
-            ok = (np.ndim(X.data) == 2 and np.ndim(X.offsets) == 1
-                  and X.data.shape[0] == X.offsets.shape[0])
-        else:
-            ok = False  # a format this check does not know: refused rather than trusted
+    if fmt in ("csr", "csc"):
+        major, minor = X.shape if fmt == "csr" else X.shape[::-1]
+        ok = _compressed_ok(X.indptr, X.indices, X.data, major, minor)
+    elif fmt == "bsr":  # a CSR structure over blocks (scipy's tocsr trusts it too)
+        (r, c), (m, n) = X.blocksize, X.shape
+        ok = (r > 0 and c > 0 and m % r == 0 and n % c == 0
+              and _compressed_ok(X.indptr, X.indices, X.data, m // r, n // c, data_ndim=3)
+              and tuple(X.data.shape[1:]) == (r, c))
+    elif fmt == "coo":
+        coords = getattr(X, "coords", None) or (X.row, X.col)
+        ok = _indices_ok(coords, X.data, X.shape)
+    elif fmt == "lil":  # rows: one list of column indices per row, data alike
+        rows, data = X.rows, X.data
+        ok = (len(rows) == len(data) == X.shape[0]
+              and all(len(a) == len(b) for a, b in zip(rows, data)))
+        if ok and len(rows):
+            cols = np.concatenate([np.asarray(a, dtype=np.int64).ravel() for a in rows])
+            ok = _indices_ok([cols], cols, X.shape[1:])
+    elif fmt == "dok":  # keys: (row, column) pairs (dict methods bypass scipy's checks)
+        keys = np.asarray(list(X.keys()), dtype=np.int64).reshape(-1, 2)
+        ok = _indices_ok([keys[:, 0], keys[:, 1]], keys[:, 0], X.shape)
+    elif fmt == "dia":  # out-of-range diagonals are masked by scipy's conversions
+        ok = (np.ndim(X.data) == 2 and np.ndim(X.offsets) == 1
+              and X.data.shape[0] == X.offsets.shape[0])
+    else:
+        ok = False  # a format this check does not know: refused rather than trusted
     if not ok:
         raise ValueError(
             "X is a sparse matrix whose stored structure is invalid (an index outside its shape, "

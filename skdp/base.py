@@ -324,13 +324,12 @@ class ValueFreeScoreMixin:
     """
 
     def score(self, X, y, sample_weight=None):
+        """Return the score of ``predict`` on ``(X, y)`` (scikit-learn's: accuracy for a
+        classifier, R^2 for a regressor); errors carry no value of the data."""
         from ._validation import call_without_values
 
         return call_without_values(super().score, X, y, sample_weight=sample_weight,
                                    name=("X", "y"))
-
-    score.__doc__ = ("Return the score of ``predict`` on ``(X, y)`` (scikit-learn's: accuracy "
-                     "for a classifier, R^2 for a regressor); errors carry no value of the data.")
 
 
 class PrivateEstimatorMixin:

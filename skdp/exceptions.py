@@ -63,7 +63,6 @@ class LedgerFileError(RuntimeError):
     """
 
 
-
 # skdp's own directory, scikit-learn's and joblib's (a Pipeline fits its steps through
 # joblib.Memory): the frames a warning skips to reach the user's line
 _LIBRARY_DIRS = tuple(os.path.dirname(os.path.abspath(path)) + os.sep

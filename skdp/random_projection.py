@@ -2,7 +2,6 @@
 
 from numbers import Integral, Real
 
-
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context

@@ -42,8 +42,7 @@ from .._validation import (_SPENT_NOTE, MAX_PUBLIC_BOUND, MIN_PUBLIC_BOUND, call
                            encode_labels, is_sparse_input, seed_entropy)
 from .._dask import is_dask_collection
 from ..base import (BOUND_PARAMETERS, PrivateEstimatorMixin, _estimators_in, _fits_nothing,
-                    private_fit,
-                    walk_estimators, warn_large_delta)
+                    private_fit, walk_estimators, warn_large_delta)
 from ..mechanisms import Query, calibrate
 from ._cost import (_leaf_steps, _private_steps, selection_run_budget, truncated_negative_binomial_gamma,
                     truncated_negative_binomial_mean)
