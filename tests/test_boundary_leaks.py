@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from skdp import (
@@ -1679,3 +1680,22 @@ def test_a_private_transformer_refuses_a_y_of_another_length_before_its_charge()
             pipe.fit(X, y_short)
         assert ledger.spends == [], type(first).__name__
         first.fit(X, (X[:, 0] > 0).astype(int))  # a y of the right length is still ignored
+
+
+@pytest.mark.parametrize("Cls", CLASSIFIERS)
+@pytest.mark.parametrize("zero_column", [False, True])
+def test_a_diverging_gradient_route_releases_whatever_the_data(Cls, zero_column):
+    # a public learning_rate far too large: the iterates (post-processing of the released
+    # steps) reach inf, and 0 * inf in the margins of rows with a zero feature made the next
+    # step's statistic NaN, so the fit raised after its charge or not depending on the rows
+    X = _unit_rows(200, 4)
+    y = (X[:, 0] > 0).astype(int)
+    if zero_column:
+        X[:, 2] = 0.0
+    ledger = BudgetLedger(epsilon=10.0, delta=1e-4)
+    est = Cls(data_norm=1.0, classes=[0, 1], perturbation="gradient", learning_rate=1e10,
+              max_iter=40, random_state=0, accountant=ledger)
+    with pytest.warns(ConvergenceWarning, match="learning_rate"):
+        est.fit(X, y)
+    assert not np.isfinite(est.coef_).all()
+    assert est.privacy_spent_ is not None and len(ledger.spends) == 1

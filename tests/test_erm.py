@@ -961,6 +961,7 @@ def test_dp_gd_step_sum_rounding_against_exact_arithmetic(sparse_input):
 
     def clipped(Z, Yc, i, j):  # as in _gradient_perturbation
         A = loss.deriv(Z)
+        np.nan_to_num(A, copy=False, nan=0.0)
         A *= Yc
         nr = np.sqrt(np.einsum("ik,ik->i", A, A)) * unorm[i:j]
         A *= np.minimum(1.0, clip / np.maximum(nr, 1e-300))[:, None]

@@ -433,6 +433,7 @@ import scipy.sparse as sp
 from scipy import integrate, optimize
 from scipy.special import expit, gammaln, ndtr
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
@@ -1234,6 +1235,11 @@ def _gradient_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, rng, *,
         def clipped(Z, Yc, i, j, norm_s=norm_s, ws=ws):
             # per-example gradient A_i u_i^T (norm ||A_i|| ||u_i||), clipped to clip, times w_i
             A = loss.deriv(Z)
+            # an iterate that diverged (too large a learning_rate: post-processing of the
+            # earlier releases) gives NaN margins where 0 * inf or inf - inf occur, and
+            # whether they occur depends on the rows; any coefficient in [-1, 1] keeps the
+            # per-example bound, so NaN counts as 0 and the release exists whatever the data
+            np.nan_to_num(A, copy=False, nan=0.0)
             A *= Yc
             if needs_clip:
                 norms = np.sqrt(np.einsum("ik,ik->i", A, A)) * norm_s[i:j]
@@ -1258,6 +1264,11 @@ def _gradient_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, rng, *,
         if t >= T // 2:
             Wavg += W
     W = Wavg / (T - T // 2)
+    if not np.isfinite(W).all():  # a function of the released steps only (post-processing)
+        warn_at_caller(
+            "The gradient route's iterates diverged, so coef_ is not finite: learning_rate="
+            f"{lr!r} is too large for this problem (the default 'auto' is 1 / (beta + lambda)).",
+            ConvergenceWarning)
     info = {"route": "gradient", "accounting": accounting, "noise_multiplier": z,
             "sampling_rate": q, "n_steps": T, "clip_norm": clip, "learning_rate": lr,
             "regularization": lam}
