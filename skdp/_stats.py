@@ -675,11 +675,12 @@ def check_unit_sample_weight(sample_weight, X, estimator=None):
     who = f"{type(estimator).__name__}: " if estimator is not None else ""
     if is_dask_collection(sample_weight):  # checked on the workers: one boolean travels
         from ._dask import check_dask_weights
-        from ._validation import public_shape
+        from ._validation import public_shape, spent_note
 
         w, ok = check_dask_weights(sample_weight, public_shape(X)[0])
         if not ok:
-            raise ValueError(f"{who}sample_weight must be finite and lie in [0, 1].")
+            raise ValueError(f"{who}sample_weight must be finite and lie in [0, 1]."
+                             + spent_note(None))
         return w
     import inspect
 
@@ -689,7 +690,7 @@ def check_unit_sample_weight(sample_weight, X, estimator=None):
     params = inspect.signature(_check_sample_weight).parameters
     if "allow_all_zero_weights" in params:
         kwargs["allow_all_zero_weights"] = True
-    from ._validation import call_without_values
+    from ._validation import call_without_values, spent_note
 
     # errors without any value of the weights (numpy's conversion errors quote the cell); a
     # non-finite weight is reported against the public bound, raised outside the handler so
@@ -702,12 +703,14 @@ def check_unit_sample_weight(sample_weight, X, estimator=None):
             raise
         w = None
     if w is None:
-        raise ValueError(f"{who}sample_weight must be finite and lie in [0, 1].")
+        raise ValueError(f"{who}sample_weight must be finite and lie in [0, 1]."
+                         + spent_note(None))
     inside = np.isfinite(w) & (w >= 0.0) & (w <= 1.0)
     if not np.all(inside):
         raise ValueError(
             f"{who}sample_weight must lie in [0, 1] (the public bound under which a weighted "
             "record moves every statistic by at most what an unweighted one does); rescale the "
-            "weights by a public constant, e.g. divide by a public upper bound.")
+            "weights by a public constant, e.g. divide by a public upper bound."
+            + spent_note(None))
     return w
 

@@ -525,10 +525,18 @@ _STRUCTURAL_MESSAGES = (
 )
 
 
-#: appended to the errors about private values, raised after the budget was charged
-_SPENT_NOTE = (" The values are checked after the budget is charged (whether they pass is covered "
-               "by the guarantee), so this fit's budget counts as spent: fix the data first (for "
-               "example impute missing values with a public constant).")
+def spent_note(hint="impute missing values with a public constant"):
+    """Appended to the errors about private values, raised after the budget was charged;
+    ``hint``: what fixing the data could look like."""
+    return (" The values are checked after the budget is charged (whether they pass is covered "
+            "by the guarantee), so this fit's budget counts as spent: fix the data first"
+            + (f" (for example {hint})." if hint else "."))
+
+
+_SPENT_NOTE = spent_note()
+#: for values that are not numbers at all (text in a numeric input)
+_SPENT_NOTE_TEXT = spent_note("encode text columns with a OneHotEncoder or OrdinalEncoder whose "
+                              "categories are public")
 
 
 def _error_without_values(exc, name, spent=False):
@@ -536,14 +544,15 @@ def _error_without_values(exc, name, spent=False):
     msg = str(exc)
     low = msg.lower()
     cls = TypeError if isinstance(exc, TypeError) else ValueError
-    if ("could not convert" in low or "invalid literal" in low or "argument must be" in low
+    if (isinstance(exc, ArithmeticError)  # a cell beyond float64 (int, Fraction, Decimal)
+            or "could not convert" in low or "invalid literal" in low or "argument must be" in low
             or "cannot convert" in low or "unable to convert" in low
             or "could not broadcast" in low or "setting an array element" in low
             or "inhomogeneous" in low):
         return cls(
             f"{name} contains values that cannot be converted to float (a float() argument must "
             "be a string or a real number, and a string must spell a number). The values are "
-            "not shown: they are private data." + (_SPENT_NOTE if spent else ""))
+            "not shown: they are private data." + (_SPENT_NOTE_TEXT if spent else ""))
     if "complex" in low:
         return ValueError(f"Complex data not supported: {name} must be real-valued.")
     if "got 1d array" in low:
@@ -582,9 +591,10 @@ def _failed_in_y(exc):
     return False
 
 
-def call_without_values(fn, *args, name="X", catch=(ValueError, TypeError), spent=False,
-                        **kwargs):
-    """``fn(*args, **kwargs)``, with its ``ValueError`` / ``TypeError`` re-raised without values.
+def call_without_values(fn, *args, name="X", catch=(ValueError, TypeError, ArithmeticError),
+                        spent=False, **kwargs):
+    """``fn(*args, **kwargs)``, with its ``ValueError`` / ``TypeError`` / ``ArithmeticError`` (a
+    cell beyond float64's range) re-raised without values.
 
     The one wrapper of every validation of private data (``validate_data``,
     ``_check_sample_weight``, ``check_classification_targets``): the error
@@ -780,7 +790,7 @@ def check_label_kind(y, classes, estimator=None):
     if type(dtype).__name__ == "CategoricalDtype":  # its declared categories' dtype
         dtype = getattr(getattr(dtype, "categories", None), "dtype", None)
     kind = getattr(dtype, "kind", None)
-    if getattr(dtype, "name", None) == "string":  # pandas StringDtype
+    if type(dtype).__name__ == "StringDtype":  # pandas' "string" and pandas 3's default "str"
         kind = "U"
     if not isinstance(kind, str):
         return
@@ -831,7 +841,7 @@ def encode_labels(y, classes, estimator=None):
             raise ValueError(
                 f"{who}the data contain only one class, and classes was not given. "
                 "Pass the public set of classes (classes=[...]) to fit data of any composition."
-            )
+                + spent_note(None))
         return classes_, y_idx.ravel()
     try:
         y_arr = np.asarray(y)
@@ -849,5 +859,5 @@ def encode_labels(y, classes, estimator=None):
         raise ValueError(
             f"{who}y contains labels that are not in the declared classes. Map or drop such "
             "records before fitting (the labels are not shown: they are private data)."
-        )
+            + spent_note(None))
     return classes, y_idx

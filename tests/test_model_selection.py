@@ -2131,3 +2131,27 @@ def test_accepts_agrees_with_the_search_on_grid_ledgers():
         make_pipeline(Normalizer(), lr()), {"privatelogisticregression": [lr(T)]}, epsilon=1.0,
         random_state=0))]), T) == (False, BudgetExceededError)
     assert T.spends == []
+
+
+def test_search_scores_a_column_of_labels_row_by_row():
+    # review 28, F1: y of shape (n, 1) (or a one-column DataFrame) against the predictions'
+    # vector broadcast to an n_val x n_val matrix, whose mean one record moves by 2 / n_val,
+    # twice the score's calibrated sensitivity; the scores must equal those of y as a vector
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    X = np.c_[np.abs(rng.normal(size=400)) * 0.5, rng.normal(size=400) * 0.1]
+    X[:20, 0] *= -1
+    y = (X[:, 0] > 0).astype(int)
+
+    def score(y_in):
+        s = PrivateGridSearchCV(PrivateLogisticRegression(data_norm=1.0, classes=[0, 1]),
+                                {"C": [0.5, 1.0]}, epsilon=20.0, strategy="exhaustive",
+                                random_state=5)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return s.fit(X, y_in).cv_results_["noisy_score"]
+
+    ref = score(y)
+    for y_col in (y[:, None], pd.DataFrame({"t": y}), y[:, None].tolist()):
+        np.testing.assert_array_equal(score(y_col), ref)

@@ -588,3 +588,27 @@ def test_bounds_beyond_the_public_range_are_refused():
     X = np.random.default_rng(0).uniform(-1, 1, (50, 2))
     with pytest.raises(ValueError, match="too large"):
         PrivateStandardScaler(bounds=(-1e300, 1e300)).fit(X)
+
+
+def test_bounds_of_width_zero_release_nothing_and_charge_nothing():
+    # review 28, F4: every feature a public constant: the fit computed nothing from the data
+    # but charged the whole budget (and then checked the values for NaN)
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    X[2, 1] = np.nan  # never read
+    ledger = BudgetLedger(epsilon=10.0, delta=0.5)
+    sc = PrivateStandardScaler(bounds=(0.5, 0.5), epsilon=1.0, accountant=ledger).fit(X)
+    assert ledger.spends == [] and sc.privacy_spent_.epsilon == 0.0 and sc.noise_spec_ is None
+    np.testing.assert_array_equal(sc.mean_, [0.5, 0.5, 0.5])
+    np.testing.assert_array_equal(sc.var_, [0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(sc.scale_, [1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(sc.transform(np.full((2, 3), 0.5)), np.zeros((2, 3)))
+
+
+def test_inferred_bounds_warn_before_the_values_are_checked():
+    # review 28, F5: with nothing released, a NaN raised before the PrivacyLeakWarning of the
+    # inferred bounds, so "does X hold a NaN?" was answered without any warning
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    X[2, 1] = np.nan
+    with pytest.warns(PrivacyLeakWarning, match="bounds"):
+        with pytest.raises(ValueError, match="NaN"):
+            PrivateStandardScaler(with_mean=False, with_std=False).fit(X)

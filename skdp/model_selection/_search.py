@@ -37,7 +37,7 @@ from .._budget import PrivacyBudget
 from .._ledger import _Capture, _Captured
 from ..exceptions import PrivacyGuaranteeWarning, warn_at_caller
 from .._stats import check_unit_sample_weight, check_weight_structure, rounding_gamma
-from .._validation import (_SPENT_NOTE, MAX_PUBLIC_BOUND, MIN_PUBLIC_BOUND, call_without_values,
+from .._validation import (MAX_PUBLIC_BOUND, MIN_PUBLIC_BOUND, call_without_values,
                            check_classes, check_public_structure, check_sparse_structure,
                            encode_labels, is_sparse_input, seed_entropy)
 from .._dask import is_dask_collection
@@ -311,13 +311,13 @@ def _check_targets_and_weights(final, y, fit_params, X):
         try:
             encode_labels(y_arr, check_classes(classes), final)
         except ValueError as exc:
-            raise ValueError(who + str(exc) + _SPENT_NOTE) from None
+            raise ValueError(who + str(exc)) from None
     for key, sw in fit_params.items():
         if sw is not None and (key == "sample_weight" or key.endswith("__sample_weight")):
             try:
                 check_unit_sample_weight(sw, X, final)
             except ValueError as exc:
-                raise ValueError(who + str(exc) + _SPENT_NOTE) from None
+                raise ValueError(who + str(exc)) from None
 
 
 def _sub_estimators(est):
@@ -661,6 +661,10 @@ def _dry_inputs(X, y, m, n):
     if y is None:
         return dtype, None
     dt = getattr(y, "dtype", None)
+    if type(dt).__name__ == "CategoricalDtype":  # its declared categories' dtype
+        dt = getattr(getattr(dt, "categories", None), "dtype", None)
+    if type(dt).__name__ == "StringDtype":  # pandas' strings: their numpy kind
+        dt = np.dtype("<U1")
     dt = dt if isinstance(dt, np.dtype) else np.dtype(object)
     tail = tuple(getattr(y, "shape", (n,))[1:])
     return dtype, np.broadcast_to(np.zeros((), dtype=dt), (m,) + tail)
@@ -1151,7 +1155,13 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         # cell in its message): errors are re-raised without values, as in the runs' fits
         if self.scoring == "accuracy":
             pred = call_without_values(est.predict, X_val, name="X", catch=Exception)
-            per_row = (np.asarray(pred) == np.asarray(y_val)).astype(float)
+            pred, labels = np.asarray(pred), np.asarray(y_val)
+            if pred.shape != labels.shape or labels.shape != (_num_samples(X_val),):
+                # (a column of labels against a vector of predictions broadcast to an
+                # n_val x n_val matrix, whose mean one record moves by 2 / n_val: review 28)
+                raise ValueError("accuracy scoring needs one prediction and one label per "
+                                 "validation row.")
+            per_row = (pred == labels).astype(float)
         else:
             scores = call_without_values(self.scoring, est, X_val, y_val, name=("X", "y"),
                                          catch=Exception)
@@ -1298,6 +1308,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         y_tr, y_val = (None if y is None else call_without_values(_take, y, idx, name="y",
                                                                   catch=Exception)
                        for idx in (train_idx, val_idx))
+        y_val = _as_vector(y_val)  # the scores compare labels row by row
         params_tr = _split_fit_params(fit_params, n, train_idx)
         # the labels and weights of every row are checked once, here (a run checks its
         # training rows only, and the scores read the validation rows unchecked): whether the
@@ -1380,6 +1391,16 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         tags.classifier_tags = inner.classifier_tags
         tags.regressor_tags = inner.regressor_tags
         return tags
+
+
+def _as_vector(y):
+    """A one-column ``y`` (public structure: the runs' fits flatten it too) as a vector."""
+    if y is None or getattr(y, "ndim", None) == 1:
+        return y
+    if hasattr(y, "iloc"):
+        return y.iloc[:, 0] if y.shape[1] == 1 else y
+    arr = np.asarray(y)
+    return arr[:, 0] if arr.ndim == 2 and arr.shape[1] == 1 else arr
 
 
 def _take(a, idx):

@@ -310,9 +310,8 @@ def _check_bounds(bounds, n_features, estimator):
     return lower, upper
 
 
-def _infer_bounds(X, estimator):
-    """Per-feature min and max of X (private!), with a PrivacyLeakWarning."""
-    _leak_warning(estimator, "bounds", "bounds_", what="per-feature range")
+def _infer_bounds(X):
+    """Per-feature min and max of X (private! the caller warns, before X is read)."""
     if sparse.issparse(X):
         Xc = sparse.csc_matrix(X)
         lower = np.asarray(Xc.min(axis=0).toarray()).ravel().astype(np.float64)
@@ -497,6 +496,11 @@ class PrivateStandardScaler(PrivateEstimatorMixin, OneToOneFeatureMixin, Transfo
                                           hi[live_pub], is_sparse_input(X))
             return release_curve([pre["spec"]])
 
+        if releases and self.bounds is not None and n_pub and d_pub:
+            lo, hi = _check_bounds(self.bounds, d_pub, self)
+            # every feature of width 0 is a public constant: nothing is computed from the
+            # data, so nothing is charged (review 28, F4)
+            releases = bool(np.any(hi - lo > 0))
         if releases:
             budget, rng = self._start_fit(n_pub, d_pub, curve=curve)
         else:  # nothing is released: nothing is charged
@@ -509,13 +513,18 @@ class PrivateStandardScaler(PrivateEstimatorMixin, OneToOneFeatureMixin, Transfo
             self.bounds_ = _check_bounds(self.bounds, d_pub, self)
             self.n_samples_seen_ = n_pub
             self.noise_spec_ = None
-            self.mean_ = self.var_ = self.scale_ = None
+            # the declared constants (all widths 0), or None when nothing was asked for
+            self.mean_ = self.bounds_[0].copy() if self.with_mean else None
+            self.var_ = np.zeros(d_pub) if self.with_std else None
+            self.scale_ = np.ones(d_pub) if self.with_std else None
             return self
+        if self.bounds is None:  # warned before any value is read, the NaN check included
+            _leak_warning(self, "bounds", "bounds_", what="per-feature range")
         X = validate_private_data(self, X, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES,
                                   ensure_min_samples=1, spent=releases)
         n, d = X.shape
         if self.bounds is None:
-            lower, upper = _infer_bounds(X, self)
+            lower, upper = _infer_bounds(X)
         else:
             lower, upper = _check_bounds(self.bounds, d, self)
         self.bounds_ = (lower, upper)
