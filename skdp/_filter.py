@@ -150,7 +150,8 @@ from scipy.special import erf, erfinv, expit, ndtri
 
 from ._validation import scaled_reserve
 
-__all__ = ["GaussianCurve", "combine_curves", "release_curve", "pure_mu", "conversion_mu", "gdp_epsilon",
+__all__ = ["GaussianCurve", "combine_curves", "release_curve", "release_charge", "PURE_RELEASE",
+           "pure_mu", "conversion_mu", "gdp_epsilon",
            "FilterState", "filter_charge", "filter_replay", "filter_spent"]
 
 #: share of the basic pool's remaining delta a conversion takes at least
@@ -226,6 +227,29 @@ def release_curve(specs):
                 continue
         curves.append(c)
     return combine_curves(curves) if gaussian else None
+
+
+class _PureRelease:
+    """What :func:`release_charge` returns for a fit whose whole release is pure epsilon-DP."""
+
+    def __repr__(self):
+        return "PURE_RELEASE"
+
+
+#: the fit's release is exactly epsilon-DP: it is charged ``(epsilon, 0)``
+PURE_RELEASE = _PureRelease()
+
+
+def release_charge(specs):
+    """What a fit releasing ``specs`` is charged by: :data:`PURE_RELEASE` when every spec is
+    a verified, floating-point-safe pure mechanism (the grid Laplace family: exactly
+    epsilon-DP whatever the ``delta`` it was given, so the fit spends ``(epsilon, 0)``),
+    else :func:`release_curve` (its Gaussian curve or ``None``)."""
+    specs = list(specs)
+    if specs and all(spec.mechanism_.pure and spec.mechanism_.verified
+                     and spec.mechanism_.float_safe for spec in specs):
+        return PURE_RELEASE
+    return release_curve(specs)
 
 
 def pure_mu(epsilon):

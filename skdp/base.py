@@ -47,6 +47,7 @@ from sklearn.preprocessing import FunctionTransformer, Normalizer, OneHotEncoder
 from sklearn.utils._param_validation import HasMethods, Interval
 
 from ._budget import PrivacyBudget
+from ._filter import PURE_RELEASE
 from ._ledger import _LedgerMixin
 from ._validation import (MAX_PUBLIC_BOUND, MIN_PUBLIC_BOUND, check_epsilon_delta,
                           check_public_structure, fit_generator)
@@ -436,11 +437,16 @@ class PrivateEstimatorMixin:
 
         ``curve``: see :meth:`_charge_budget`; a callable is called after the
         public checks (it may calibrate from public inputs) and must return a
-        curve or ``None``.
+        curve, ``None`` or :data:`skdp._filter.PURE_RELEASE` (the release
+        calibrated from public inputs is pure epsilon-DP: the ledger and
+        ``privacy_spent_`` get ``(epsilon, 0)``, whatever ``delta`` was
+        given; :func:`skdp._filter.release_charge`).
 
         Returns
         -------
         budget : PrivacyBudget
+            The budget the release is calibrated for (the delta it was given,
+            also when its pure release is charged none).
         rng : numpy.random.Generator
             The only source of this fit's noise.
         """
@@ -448,6 +454,10 @@ class PrivateEstimatorMixin:
         self._warn_large_delta(n_samples, budget)
         if callable(curve):
             curve = curve()
+        if curve is PURE_RELEASE:
+            given = self._privacy_budget() if budget is None else budget
+            _, record = self._charge_budget(PrivacyBudget(given.epsilon, 0.0))
+            return given, fit_generator(self.random_state, record)
         budget, record = self._charge_budget(budget, curve=curve)
         return budget, fit_generator(self.random_state, record)
 

@@ -721,3 +721,29 @@ def test_accepts_a_pipeline_asks_each_steps_own_accountant():
         except BudgetExceededError:
             outcome = False
         assert outcome is expected
+
+
+def test_a_pure_release_is_charged_no_delta():
+    # review 27, F1: mechanism="auto" releasing by the grid Laplace (exactly epsilon-DP) was
+    # charged the delta it was given, which a filtering ledger then converted for nothing
+    import warnings
+
+    X = np.random.default_rng(0).normal(size=(2000, 5)) / 3
+    y = (X[:, 0] > 0).astype(int)
+    led = BudgetLedger(epsilon=20.0, delta=1e-5)
+    out = skdp.PrivateLogisticRegression(perturbation="output", epsilon=0.5, delta=1e-6,
+                                         data_norm=1, classes=[0, 1], accountant=led)
+    pca = skdp.PrivatePCA(2, epsilon=0.5, delta=1e-6, data_norm=1, accountant=led)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert led.accepts(out, X, y)
+        out.fit(X, y)
+        assert out.noise_spec_.mechanism_.pure  # the release is pure: what auto chose
+        assert out.privacy_spent_ == PrivacyBudget(0.5, 0.0)
+        assert led.spends[-1].delta == 0.0
+        pca.fit(X)  # a Gaussian release: charged its delta and its curve
+        assert not pca.noise_spec_.mechanism_.pure
+        assert pca.privacy_spent_ == PrivacyBudget(0.5, 1e-6) and led.spends[-1].mu
+        for _ in range(3):  # before, the second output fit was refused after the PCA fit
+            clone(out).fit(X, y)
+    assert [s.delta for s in led.spends] == [0.0, 1e-6, 0.0, 0.0, 0.0]

@@ -129,7 +129,7 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._filter import release_curve
+from .._filter import release_charge
 from ..base import PrivateEstimatorMixin, fixed_float_state, private_fit
 from .._dask import validate_fit_data
 from .._stats import (UNIT_ROUNDOFF, check_unit_sample_weight, check_weight_structure,
@@ -552,7 +552,7 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
                 return None
             pre["spec"] = self._calibrate(n_pub, d_pub, float(self.data_norm),
                                           self._privacy_budget(), weighted, sparse)
-            return release_curve([pre["spec"]])
+            return release_charge([pre["spec"]])
 
         if weighted:
             self._check_public(n_pub, d_pub)

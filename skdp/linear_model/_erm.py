@@ -1440,7 +1440,7 @@ class _BasePrivateLinearClassifier(ValueFreeScoreMixin, PrivateEstimatorMixin, C
     def _route_curve(self, n, d, classes, sparse, warned_C, curve=True):
         """:meth:`_curve` of the route, its bounds given: the calibration from public inputs,
         and its curve (``curve=False``: the calibration only)."""
-        from .._filter import release_curve
+        from .._filter import release_charge
 
         eps, delta = check_epsilon_delta(self.epsilon, self.delta)
         K = 1 if classes.size == 2 else classes.size
@@ -1469,7 +1469,7 @@ class _BasePrivateLinearClassifier(ValueFreeScoreMixin, PrivateEstimatorMixin, C
         lam = self._regularization(n, K, p, R, eps, delta)
         gamma = self._tolerance(n, d, K, R, sparse)
         spec, _ = _output_spec(K, p, R, n, lam, gamma, eps, delta, self.mechanism)
-        return release_curve([spec]) if curve else None
+        return release_charge([spec]) if curve else None
 
     # the route's public constants, shared by the fit and its curve before the charge
     def _intercept_column(self, data_norm):
