@@ -740,6 +740,8 @@ def _restore_budget_ledger(token, epsilon, delta, records, composition="basic"):
             return live
     ledger = BudgetLedger(epsilon, delta, composition)
     ledger._records = list(records)  # a read-only snapshot (spend refuses: _detached)
+    if ledger.composition == "filter":  # accepts() reads the filter's state (review 26, F2)
+        ledger._state = _replay(ledger._records, ledger.epsilon, ledger.delta)
     ledger._detached = True
     del _LIVE_LEDGERS[ledger._token]
     return ledger

@@ -747,3 +747,16 @@ def test_a_pure_release_is_charged_no_delta():
         for _ in range(3):  # before, the second output fit was refused after the PCA fit
             clone(out).fit(X, y)
     assert [s.delta for s in led.spends] == [0.0, 1e-6, 0.0, 0.0, 0.0]
+
+
+def test_a_filter_ledger_unpickled_in_another_process_accepts_as_the_original():
+    # review 26, F2: the snapshot kept the records but not the filter's state, so its
+    # accepts() answered as if nothing had been spent
+    ledger = BudgetLedger(1.0, 1e-5)  # composition="filter"
+    ledger.spend(PrivacyBudget(0.9))
+    token = (os.getpid() + 1, 0, 0)  # as in another process
+    snap = _restore_budget_ledger(token, ledger.epsilon, ledger.delta, tuple(ledger.spends),
+                                  ledger.composition)
+    for ask in (PrivacyBudget(0.5), PrivacyBudget(0.05)):
+        assert snap.accepts(ask) == ledger.accepts(ask)
+    assert not snap.accepts(PrivacyBudget(0.5))

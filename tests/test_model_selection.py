@@ -2155,3 +2155,49 @@ def test_search_scores_a_column_of_labels_row_by_row():
     ref = score(y)
     for y_col in (y[:, None], pd.DataFrame({"t": y}), y[:, None].tolist()):
         np.testing.assert_array_equal(score(y_col), ref)
+
+
+def test_exact_coins_and_their_ties():
+    # review 26, F3: the run counts' coins are compared with the rational by their first 62
+    # bits, vectorised; a tie is decided exactly by the next digits
+    from fractions import Fraction
+
+    from skdp.model_selection._search import _all_coins, _coins
+
+    rng = np.random.default_rng(3)
+    for p in (Fraction(1, 3), Fraction(2**70 + 1, 2**72), Fraction(0), Fraction(1)):
+        freq = _coins(p, 200_000, rng).mean()
+        assert abs(freq - float(p)) <= 4.5 * math.sqrt(float(p * (1 - p)) / 200_000) + 1e-12
+
+    p = Fraction(1, 3)
+    top = (p.numerator << 62) // p.denominator  # the remaining digits of 1/3 are 1/3 again
+    hits = sum(bool(_coins(p, 1, _Fresh(top, s))[0]) for s in range(3000))
+    assert abs(hits / 3000 - 1 / 3) < 4.5 * math.sqrt(2 / 9 / 3000)
+    assert _all_coins([1, 2], [1, 2], rng) and not _all_coins([1, 0], [1, 5], rng)
+
+
+class _Fresh:
+    """A generator whose first 62-bit word is ``word``, the rest from seed ``seed``."""
+
+    def __init__(self, word, seed):
+        self.word, self.rng = word, np.random.default_rng(seed)
+
+    def integers(self, low, high, size, dtype):
+        if self.word is not None:
+            out, self.word = np.full(size, self.word, dtype=dtype), None
+            return out
+        return self.rng.integers(low, high, size=size, dtype=dtype)
+
+
+def test_negative_binomial_runs_at_a_large_mean():
+    # review 26, F3: a draw at E[K] = 5000 took 73 s (the acceptance product's numerator and
+    # denominator grew with k); its law at a mean of 1000 against scipy's
+    from skdp.model_selection import negative_binomial_runs, truncated_negative_binomial_gamma
+
+    eta = 0.5
+    gamma = truncated_negative_binomial_gamma(eta, 1000.0)
+    rng = np.random.default_rng(2)
+    draws = np.array([negative_binomial_runs(eta, gamma, rng) for _ in range(1500)])
+    for k0 in (1, 10, 100, 1000):  # P(K <= k0) against the pmf's sum, 4.5 standard errors
+        p = float(np.sum(_tnb_pmf(eta, gamma, np.arange(1, k0 + 1))))
+        assert abs(np.mean(draws <= k0) - p) < 4.5 * math.sqrt(p * (1 - p) / draws.size), k0

@@ -52,32 +52,76 @@ __all__ = ["PrivateGridSearchCV", "random_stopping_runs", "negative_binomial_run
 _PRIVACY_KEYS = ("epsilon", "delta", "accountant", "random_state")
 
 
-def _uniform_below(den, rng):
-    """A uniform integer in ``[0, den)`` for a Python int ``den >= 1``: ``b`` random bits
-    (``b`` the bit length of ``den``, from 62-bit ``rng.integers`` words), redrawn while
-    at least ``den`` (fewer than two rounds on average). Exact."""
-    b = den.bit_length()
-    while True:
-        v, got = 0, 0
-        while got < b:
-            take = min(62, b - got)
-            v = (v << take) | int(rng.integers(0, 1 << take))
-            got += take
-        if v < den:
-            return v
+def _coins(p, size, rng):
+    """``size`` independent exact Bernoulli(``p``) coins for a rational ``p`` in [0, 1] (a
+    :class:`fractions.Fraction`).
+
+    A uniform ``U`` in [0, 1) is compared with ``p`` by its binary digits: its first 62
+    bits are a uniform word ``w`` (``rng.integers``), and ``U < p`` exactly when ``w`` is
+    below ``p``'s first 62 bits ``top = floor(p 2^62)``, or equal to them (probability
+    ``2^-62``) and the remaining digits, uniform on [0, 1), fall below ``p 2^62 - top``: an
+    exact coin of that rational, drawn the same way. No floating-point sampler is involved.
+    """
+    top = (p.numerator << 62) // p.denominator
+    w = rng.integers(0, 1 << 62, size=size, dtype=np.int64)
+    out = w < top
+    for i in np.flatnonzero(w == top):  # (ties: about one draw in 4.6e18)
+        rest = Fraction((p.numerator << 62) - top * p.denominator, p.denominator)
+        out[i] = bool(_coins(rest, 1, rng)[0])
+    return out
 
 
 def _bernoulli(p, rng):
-    """Exact Bernoulli(``p``) for a rational ``p`` in [0, 1] (a :class:`fractions.Fraction`)."""
-    return _uniform_below(p.denominator, rng) < p.numerator
+    """One exact Bernoulli(``p``) coin (:func:`_coins`)."""
+    return bool(_coins(p, 1, rng)[0])
+
+
+class _Terms:
+    """``f(1), ..., f(k - 1)`` as a sequence whose slices are computed when asked for."""
+
+    def __init__(self, f, k):
+        self.f, self.k = f, k
+
+    def __len__(self):
+        return self.k - 1
+
+    def __getitem__(self, item):
+        if isinstance(item, slice):
+            return [self.f(lv + 1) for lv in range(*item.indices(self.k - 1))]
+        return self.f(item + 1)
+
+
+def _all_coins(nums, dens, rng):
+    """Whether independent exact Bernoulli(``nums[i] / dens[i]``) coins (Python ints, each
+    ratio in [0, 1]) all succeed: :func:`_coins`' comparison, one word per coin, in blocks of
+    64 coins doubling up to 4 096 (stopped at the first block with a failure)."""
+    i, size = 0, 64
+    while i < len(nums):
+        tops = [(a << 62) // b for a, b in zip(nums[i:i + size], dens[i:i + size])]
+        w = rng.integers(0, 1 << 62, size=len(tops), dtype=np.int64)
+        top = np.array(tops, dtype=np.int64)
+        if np.any(w > top):
+            return False
+        for j in np.flatnonzero(w == top):  # (ties: the remaining digits decide, exactly)
+            a, b = nums[i + j], dens[i + j]
+            if not _bernoulli(Fraction((a << 62) - tops[j] * b, b), rng):
+                return False
+        i, size = i + size, min(2 * size, 4096)
+    return True
 
 
 def _failures_before(successes, p, rng):
-    """Failures before the ``successes``-th success of exact Bernoulli(``p``) trials."""
-    k = 0
-    for _ in range(successes):
-        while not _bernoulli(p, rng):
-            k += 1
+    """Failures before the ``successes``-th success of exact Bernoulli(``p``) trials: the coins
+    are drawn in vectorised batches (64 first, doubling up to 65 536) and counted up to that
+    success; the coins after it are not used (the trials are independent)."""
+    k, need, size = 0, int(successes), 64
+    while need:
+        hits = np.flatnonzero(_coins(p, size, rng))
+        if hits.size >= need:
+            return k + int(hits[need - 1]) - (need - 1)
+        k += size - hits.size
+        need -= hits.size
+        size = min(2 * size, 1 << 16)
     return k
 
 
@@ -120,8 +164,9 @@ def negative_binomial_runs(eta, gamma, rng):
     binomial ``NB(m, gamma)``, ``P(k) ∝ (1 - gamma)^k prod_{l<k} (l + m) /
     (l + 1)``), redraw ``k = 0``, and accept with probability ``r_k = prod_{0<l<k}
     (l + eta) / (l + m) <= 1`` (``eta = 0``: ``1 / k``, the log-series ratio),
-    itself an exact Bernoulli of a rational (``eta`` and ``gamma`` are
-    doubles, hence rationals). The accepted ``k`` has the law above
+    itself exact: the product of the independent exact Bernoulli coins of
+    the rationals ``(l + eta) / (l + m)`` (``eta`` and ``gamma`` are doubles,
+    hence rationals). The accepted ``k`` has the law above
     (rejection sampling: target over proposal is ``prod_{l<k} (l + eta) / (l
     + m)``, proportional to ``r_k`` since every ``k >= 1`` shares the factor
     ``eta / m`` of ``l = 0``; leaving it out keeps the expected number of
@@ -136,12 +181,15 @@ def negative_binomial_runs(eta, gamma, rng):
         if k == 0:
             continue  # the truncation to K >= 1
         if e == 0:
-            r = Fraction(1, k)
-        else:
-            r = Fraction(1)
-            for lv in range(1, k):  # (l = 0's factor eta / m is common to every k >= 1)
-                r *= (lv + e) / (lv + m)
-        if _bernoulli(r, rng):
+            accept = _bernoulli(Fraction(1, k), rng)
+        else:  # (l = 0's factor eta / m is common to every k >= 1)
+            # Bernoulli(r_k) as the k - 1 independent coins Bernoulli((l + eta) / (l + m)) all
+            # succeeding, stopped at the first failure: the same law, in O(k) small rationals
+            # (the product r_k's numerator and denominator grew with k: 73 s for E[K] = 5000)
+            a, b = e.numerator, e.denominator  # (l + a/b) / (l + m) = (l b + a) / ((l + m) b)
+            accept = _all_coins(_Terms(lambda lv: lv * b + a, k),
+                                _Terms(lambda lv: (lv + m) * b, k), rng)
+        if accept:
             return k
 
 
