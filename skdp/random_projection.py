@@ -275,7 +275,12 @@ class PrivateRandomProjection(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutM
         if n is None:
             n = _num_samples(X)  # raises sklearn's error for inputs that are not array-like
         delta = default_delta(n) if self.delta is None else self.delta
-        epsilon, delta = check_epsilon_delta(self.epsilon, delta, require_delta=True)
+        epsilon, delta = check_epsilon_delta(self.epsilon, delta)
+        if delta == 0:
+            raise ValueError(
+                "PrivateRandomProjection needs delta > 0: its release is a Gaussian sketch "
+                "(NDIS, Lu et al. 2023), which cannot give pure epsilon-DP. Pass delta > 0, or "
+                "delta=None for 1 / n^2.")
         if sample_weight is not None:
             self._check_public(n, d_public)
             check_weight_structure(sample_weight, n, self)  # the length only

@@ -2201,3 +2201,37 @@ def test_negative_binomial_runs_at_a_large_mean():
     for k0 in (1, 10, 100, 1000):  # P(K <= k0) against the pmf's sum, 4.5 standard errors
         p = float(np.sum(_tnb_pmf(eta, gamma, np.arange(1, k0 + 1))))
         assert abs(np.mean(draws <= k0) - p) < 4.5 * math.sqrt(p * (1 - p) / draws.size), k0
+
+
+def test_search_cost_prices_the_refit_by_the_largest_epsilon_and_delta():
+    # review 29, F1: the refit was priced by the candidate largest in (epsilon, delta) order,
+    # which under-priced the delta when the candidates trade one against the other
+    X, y = np.zeros((100, 2)), np.arange(100) % 2
+    est = PrivateLogisticRegression(epsilon=0.5, delta=1e-6, data_norm=1.0, classes=[0, 1])
+    grid = [{"epsilon": [1.0], "delta": [1e-6]}, {"epsilon": [0.5], "delta": [1e-3]}]
+    cost = search_cost(GridSearchCV(est, grid, cv=3), X, y)
+    assert cost.epsilon == pytest.approx(3 * 1.0 + 3 * 0.5 + 1.0)  # refit at epsilon 1
+    assert cost.delta == pytest.approx(3 * 1e-6 + 3 * 1e-3 + 1e-3)  # or at delta 1e-3
+
+
+def test_a_scikit_learn_scorer_is_refused_before_the_charge():
+    # review 27, F2: make_scorer returns one number for all rows: refused only after the charge
+    from sklearn.metrics import make_scorer, mean_squared_error
+
+    from skdp import PrivateOLS
+
+    X = np.random.default_rng(0).normal(size=(200, 3)) / 3
+    y = np.clip(X[:, 0], -1, 1)
+    ledger = BudgetLedger(10.0, 1e-5)
+    search = PrivateGridSearchCV(
+        PrivateOLS(data_norm=1.0, label_bound=1.0), {"method": ["ssp", "mean"]}, epsilon=1.0,
+        delta=1e-6, strategy="exhaustive", score_bounds=(-4, 0), accountant=ledger,
+        scoring=make_scorer(mean_squared_error, greater_is_better=False))
+    with pytest.raises(ValueError, match="one score per row"):
+        search.fit(X, y)
+    assert ledger.spends == []
+    search.set_params(scoring=lambda est, X, y: -(est.predict(X) - y) ** 2)  # the doc's fix
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert search.fit(X, y).cv_results_["noisy_score"].shape == (2,)
+    assert len(ledger.spends) == 1

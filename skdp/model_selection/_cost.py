@@ -159,8 +159,12 @@ def _private_steps(estimator):
                 "rows (once per class, output or resample), each fit a release with the full "
                 "budget, so the true cost is a multiple of the stated one. Use a private "
                 "estimator that handles the task itself (skdp's classifiers take several "
-                "classes), or fit the wrapper on its own with a ledger as the inner "
-                "estimator's accountant, which records every fit."
+                "classes), or fit a wrapper that refits on the same rows (OneVsRest, "
+                "MultiOutput, CalibratedClassifierCV's folds) on its own with a ledger as "
+                "the inner estimator's accountant, which records every fit. Not a wrapper "
+                "that resamples or reweights the rows (bagging with bootstrap, AdaBoost): a "
+                "record repeated k times, or weights computed from other records, are not "
+                "covered by a fit's guarantee, so its ledger's total is then no bound."
             )
     return steps
 
@@ -305,7 +309,10 @@ def search_cost(search, X, y=None, groups=None):
     costs = [fit_cost(est, n_train) for est in fits]
     parts = [c for c in costs for _ in range(n_splits)]
     if search.refit:
-        parts.append(max((fit_cost(est, n) for est in fits), key=lambda b: (b.epsilon, b.delta)))
+        # the refit is one of the candidates, chosen by the data: the componentwise maximum
+        # bounds each (the lexicographic one could pick a smaller delta: review 29, F1)
+        refits = [fit_cost(est, n) for est in fits]
+        parts.append(PrivacyBudget(max(b.epsilon for b in refits), max(b.delta for b in refits)))
     return compose_basic(parts) if parts else PrivacyBudget.zero()
 
 

@@ -1119,6 +1119,15 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             if self.score_bounds is not None:
                 raise ValueError("score_bounds is fixed to (0, 1) for scoring='accuracy'.")
             return 0.0, 1.0
+        from sklearn.metrics._scorer import _BaseScorer
+
+        if isinstance(self.scoring, _BaseScorer):  # (a public setting: refused before the charge)
+            raise ValueError(
+                "scoring is a scikit-learn scorer (make_scorer, get_scorer), which returns one "
+                "number for all the validation rows; the search needs one score per row (their "
+                "clipped mean has the public sensitivity (high - low) / n_val). Pass a callable "
+                "such as scoring=lambda est, X, y: -(est.predict(X) - y) ** 2 with public "
+                "score_bounds=(-4, 0) for labels in [-1, 1].")
         if self.score_bounds is None:
             raise ValueError("a callable scoring needs public score_bounds=(low, high).")
         lo, hi = (float(v) for v in self.score_bounds)
@@ -1217,7 +1226,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             per_row = call_without_values(np.asarray, scores, dtype=float,
                                           name="the scoring's output").ravel()
             if per_row.shape != (_num_samples(X_val),):  # (y is None for a transformer)
-                raise ValueError("scoring must return one score per validation row.")
+                raise ValueError("scoring must return one score per validation row (an array "
+                                 "of n_val numbers). This search's budget counts as spent.")
             lo, hi = self._score_range()
             per_row = np.clip(np.nan_to_num(per_row, nan=lo), lo, hi)
         return float(spec.privatize(np.float64(per_row.mean()), random_state=rng))
