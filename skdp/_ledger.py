@@ -188,9 +188,9 @@ def compose_heterogeneous(epsilons, deltas, delta_slack):
 def _as_budget(budget):
     if isinstance(budget, PrivacyBudget):
         return budget
-    if isinstance(budget, tuple) and len(budget) == 2:
+    if isinstance(budget, (tuple, list)) and len(budget) == 2:
         return PrivacyBudget(*budget)
-    raise TypeError(f"budget must be a PrivacyBudget or an (epsilon, delta) tuple, got {budget!r}.")
+    raise TypeError(f"budget must be a PrivacyBudget or an (epsilon, delta) pair, got {budget!r}.")
 
 
 def _fits(spent_eps, spent_delta, budget, total_eps, total_delta):

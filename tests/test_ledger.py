@@ -760,3 +760,13 @@ def test_a_filter_ledger_unpickled_in_another_process_accepts_as_the_original():
     for ask in (PrivacyBudget(0.5), PrivacyBudget(0.05)):
         assert snap.accepts(ask) == ledger.accepts(ask)
     assert not snap.accepts(PrivacyBudget(0.5))
+
+
+def test_accepts_and_spend_take_an_epsilon_delta_list_like_a_tuple():
+    # review 26, F5: accepts() listed lists among its budgets and then raised TypeError
+    ledger = BudgetLedger(1.0, 1e-5)
+    assert ledger.accepts([0.1, 0.0]) == ledger.accepts((0.1, 0.0)) is True
+    ledger.spend([0.1, 0.0])
+    assert ledger.spent == PrivacyBudget(0.1)
+    with pytest.raises(TypeError, match="pair"):
+        ledger.accepts([0.1, 0.0, 0.0])
