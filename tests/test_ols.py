@@ -349,8 +349,10 @@ def test_relative_dp_warns_and_can_drop_noise():
         reg = PrivateOLS(method="sketch", relative_dp=True, epsilon=1.0, delta=1e-5, data_norm=1.0,
                          label_bound=2.0, sketch_size=50, random_state=0).fit(X, y)
     assert reg.sigma_ == 0.0  # small leverages everywhere: the data-dependent branch adds no noise
-    with pytest.raises(ValueError, match="relative_dp"):
-        PrivateOLS(method="ssp", relative_dp=True, data_norm=1.0, label_bound=2.0).fit(X, y)
+    with warnings.catch_warnings():  # refused without first warning about what it refuses
+        warnings.simplefilter("error", PrivacyGuaranteeWarning)
+        with pytest.raises(ValueError, match="relative_dp"):
+            PrivateOLS(method="ssp", relative_dp=True, data_norm=1.0, label_bound=2.0).fit(X, y)
 
 
 @pytest.mark.parametrize(

@@ -917,7 +917,7 @@ class PrivateOLS(ValueFreeScoreMixin, PrivateEstimatorMixin, RegressorMixin, Bas
                    "it is only asymptotically DP (central limit theorem in the sketch size)."),
                 PrivacyGuaranteeWarning,
             )
-        if self.relative_dp:
+        if self.relative_dp and method in ("sketch", "ls", "als"):  # (others raise below)
             warn_at_caller(
                 "relative_dp=True: the noise decision depends on the private data's leverage; "
                 "the result is relative DP with respect to this dataset, NOT differential privacy.",
