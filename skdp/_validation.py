@@ -5,6 +5,7 @@ checked, so that every estimator and every mechanism rejects bad input in the
 same way (privacy rule 6: a clear error, never a silent fallback).
 """
 
+import decimal
 import math
 import numbers
 import warnings
@@ -464,6 +465,9 @@ def check_public_structure(X, y=None, *, estimator=None, requires_y=False):
         if requires_y and _public_ndim(y) == 0:
             raise ValueError("y should be a 1d array, got a scalar instead: y holds one target "
                              "per row of X.")
+        if requires_y and sp.issparse(y):  # its type: refused before the charge (review 30)
+            raise ValueError("Sparse data was passed for y, but dense data is required: pass "
+                             "y as a 1-D array (y.toarray().ravel()).")
     n, d = public_shape(X)
     if d == 0:
         shape = (n, 0) if n is not None else "(n_samples, 0)"
@@ -544,7 +548,8 @@ def _error_without_values(exc, name, spent=False):
     msg = str(exc)
     low = msg.lower()
     cls = TypeError if isinstance(exc, TypeError) else ValueError
-    if (isinstance(exc, ArithmeticError)  # a cell beyond float64 (int, Fraction, Decimal)
+    if (isinstance(exc, (OverflowError, decimal.InvalidOperation))  # a cell beyond float64
+            # (an int or a Fraction) or a signalling-NaN Decimal
             or "could not convert" in low or "invalid literal" in low or "argument must be" in low
             or "cannot convert" in low or "unable to convert" in low
             or "could not broadcast" in low or "setting an array element" in low
@@ -552,7 +557,8 @@ def _error_without_values(exc, name, spent=False):
         return cls(
             f"{name} contains values that cannot be converted to float (a float() argument must "
             "be a string or a real number, and a string must spell a number). The values are "
-            "not shown: they are private data." + (_SPENT_NOTE_TEXT if spent else ""))
+            "not shown: they are private data."
+            + ((_SPENT_NOTE_TEXT if name == "X" else spent_note(None)) if spent else ""))
     if "complex" in low:
         return ValueError(f"Complex data not supported: {name} must be real-valued.")
     if "got 1d array" in low:
@@ -565,7 +571,7 @@ def _error_without_values(exc, name, spent=False):
         return ValueError(
             "Unknown label type: y must hold discrete class labels (a classifier cannot fit a "
             "continuous or otherwise unsupported target). The labels are not shown: they are "
-            "private data.")
+            "private data." + (spent_note(None) if spent else ""))
     if "contains nan" in low or "contains infinity" in low or "nan or inf" in low:
         return ValueError(f"Input {name} contains NaN or infinity (or a value too large for its "
                           "dtype). The values are not shown: they are private data."
@@ -575,7 +581,8 @@ def _error_without_values(exc, name, spent=False):
     return cls(
         f"{name} failed validation ({type(exc).__name__}); the original message is withheld "
         f"because it may quote private values. {name} must be a numeric array-like "
-        "(2-D for X, 1-D for y and sample_weight) of finite real numbers.")
+        "(2-D for X, 1-D for y and sample_weight) of finite real numbers."
+        + (spent_note(None) if spent else ""))
 
 
 def _failed_in_y(exc):
@@ -591,10 +598,12 @@ def _failed_in_y(exc):
     return False
 
 
-def call_without_values(fn, *args, name="X", catch=(ValueError, TypeError, ArithmeticError),
+def call_without_values(fn, *args, name="X",
+                        catch=(ValueError, TypeError, OverflowError, decimal.InvalidOperation),
                         spent=False, **kwargs):
-    """``fn(*args, **kwargs)``, with its ``ValueError`` / ``TypeError`` / ``ArithmeticError`` (a
-    cell beyond float64's range) re-raised without values.
+    """``fn(*args, **kwargs)``, with its ``ValueError`` / ``TypeError`` (and the
+    ``OverflowError`` / ``decimal.InvalidOperation`` of a cell beyond float64's range)
+    re-raised without values.
 
     The one wrapper of every validation of private data (``validate_data``,
     ``_check_sample_weight``, ``check_classification_targets``): the error

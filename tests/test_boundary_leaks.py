@@ -1761,3 +1761,58 @@ def test_cells_beyond_float64_raise_the_masked_error(cell):
             with pytest.raises(ValueError, match="cannot be converted to float") as info:
                 fit()
         assert type(info.value) is ValueError and info.value.__context__ is None
+
+
+def test_review_30_messages_and_sparse_y():
+    # F5: a sparse y is refused by its type, before the charge (it was refused after it, and
+    # the search said "labels not in the declared classes")
+    import scipy.sparse as sps
+
+    X = _unit_rows(80) / 2
+    y = (X[:, 0] > 0).astype(int)
+    ledger = BudgetLedger(epsilon=10.0, delta=1e-4)
+    ys = sps.csr_matrix(y[:, None])
+    for est in (PrivateLogisticRegression(data_norm=1.0, classes=[0, 1], accountant=ledger),
+                PrivateGridSearchCV(PrivateLogisticRegression(data_norm=1.0, classes=[0, 1]),
+                                    {"C": [1.0]}, epsilon=1.0, accountant=ledger)):
+        with pytest.raises(ValueError, match="Sparse data was passed for y"):
+            est.fit(X, ys)
+    assert ledger.spends == []
+    # F4: an unknown label type found after the charge says that the budget counts as spent
+    with pytest.raises(ValueError, match="Unknown label type.*counts as spent"):
+        PrivateLogisticRegression(data_norm=1.0, accountant=ledger).fit(X, X[:, 0] + 0.123)
+    assert len(ledger.spends) == 1
+    # F3: a scoring callable's ZeroDivisionError is not reported as a cell beyond float64
+    search = PrivateGridSearchCV(PrivateLogisticRegression(data_norm=1.0, classes=[0, 1]),
+                                 {"C": [1.0]}, epsilon=1.0, strategy="exhaustive",
+                                 scoring=lambda est, Xv, yv: 1 // 0, score_bounds=(0, 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match=r"ZeroDivisionError.*counts as spent") as info:
+            search.fit(X, y)
+    assert "converted to float" not in str(info.value)
+
+
+def test_an_output_route_charged_no_delta_releases_only_pure_noise(monkeypatch):
+    # review 30: the output route recalibrates after its charge; a release that is not pure
+    # after an (epsilon, 0) charge must not leave the fit (the inputs are the same today)
+    from skdp.linear_model import _erm
+
+    X = _unit_rows(300, 3) / 2
+    y = (X[:, 0] > 0).astype(int)
+    est = PrivateLogisticRegression(perturbation="output", data_norm=1.0, classes=[0, 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, y)
+    assert est.privacy_spent_.delta == 0.0  # auto chose the grid Laplace here
+    real, calls = _erm._output_spec, []
+
+    def gaussian_after_the_charge(*args):
+        calls.append(1)
+        if len(calls) == 1:
+            return real(*args)
+        return real(*args[:-1], "analytic_gaussian")
+
+    monkeypatch.setattr(_erm, "_output_spec", gaussian_after_the_charge)
+    with pytest.raises(RuntimeError, match="report this as a bug"):
+        clone(est).fit(X, y)

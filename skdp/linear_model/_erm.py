@@ -451,6 +451,7 @@ from .._validation import (
 from .._dask import is_dask_collection
 from .._stats import check_unit_sample_weight, check_weight_structure, computed_row_bound
 from ..base import PrivateEstimatorMixin, ValueFreeScoreMixin, private_fit
+from .._filter import PURE_RELEASE, release_charge
 from ..exceptions import PrivacyGuaranteeWarning, warn_at_caller
 from ..mechanisms import Query, calibrate, get_mechanism
 from ..mechanisms import _base as _mechanisms_base
@@ -932,10 +933,16 @@ def _output_spec(K, p, R, n, lam, gamma, eps, delta, mechanism):
 
 
 def _output_perturbation(U, Y, loss, lam, R, n, eps, delta, mechanism, gamma, max_iter, rng,
-                         sample_weight=None):
+                         sample_weight=None, charged_pure=False):
     K, p = Y.shape[1], U.shape[1]
     W = minimize(U, Y, loss, lam, np.zeros((K, p)), gamma, max_iter, R, sample_weight)
     spec, sens = _output_spec(K, p, R, n, lam, gamma, eps, delta, mechanism)
+    if charged_pure and release_charge([spec]) is not PURE_RELEASE:
+        # the same public inputs as before the charge give the same spec; checked anyway,
+        # since a fit charged (epsilon, 0) may only release pure epsilon-DP noise
+        raise RuntimeError("the output route was charged (epsilon, 0) for a pure release, and "
+                           "its release recalibrated after the charge is not pure; nothing was "
+                           "released. Please report this as a bug.")
     info = {"route": "output", "l2_sensitivity": sens, "regularization": lam}
     return spec.privatize(W, rng), (spec,), info
 
@@ -1440,8 +1447,6 @@ class _BasePrivateLinearClassifier(ValueFreeScoreMixin, PrivateEstimatorMixin, C
     def _route_curve(self, n, d, classes, sparse, warned_C, curve=True):
         """:meth:`_curve` of the route, its bounds given: the calibration from public inputs,
         and its curve (``curve=False``: the calibration only)."""
-        from .._filter import release_charge
-
         eps, delta = check_epsilon_delta(self.epsilon, self.delta)
         K = 1 if classes.size == 2 else classes.size
         _, R = self._intercept_column(float(self.data_norm))
@@ -1542,7 +1547,7 @@ class _BasePrivateLinearClassifier(ValueFreeScoreMixin, PrivateEstimatorMixin, C
                                      dtype=[np.float64, np.float32], ensure_min_samples=2)
         if classes is None:  # declared classes: their type was checked before the charge, and
             # encode_labels checks membership (a label's type must not decide whether it fits)
-            call_without_values(check_classification_targets, y, name="y")
+            call_without_values(check_classification_targets, y, name="y", spent=True)
         classes_, y_idx = encode_labels(y, classes, self)
         n_classes = len(classes_)
         n, d = X.shape
@@ -1570,7 +1575,7 @@ class _BasePrivateLinearClassifier(ValueFreeScoreMixin, PrivateEstimatorMixin, C
         if self.perturbation == "output":
             W, specs, info = _output_perturbation(
                 U, Y, loss, lam, R, n, eps, delta, self.mechanism, gamma, self._solver_iter(), rng,
-                sample_weight=weights)
+                sample_weight=weights, charged_pure=self.privacy_spent_.delta < delta)
         elif self.perturbation == "objective":
             W, specs, info = _objective_perturbation(
                 U, Y, loss, lam, R, n, eps, delta, self.mechanism, gamma, self._solver_iter(), rng,

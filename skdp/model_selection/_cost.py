@@ -194,7 +194,10 @@ def fit_cost(estimator, n_samples):
     instances of :class:`skdp.base.PrivateEstimatorMixin` reached through
     Pipeline, ColumnTransformer and FeatureUnion, each fitted once. Any other
     wrapper of a private estimator (OneVsRestClassifier, BaggingClassifier,
-    ...) may fit it several times and raises ``TypeError``.
+    ...) may fit it several times and raises ``TypeError``. It is an upper
+    bound: a step whose release turns out pure epsilon-DP (``mechanism="auto"``
+    choosing the grid Laplace) is charged ``(epsilon, 0)`` by the fit, and is
+    priced here at its ``delta``.
     """
     steps = _step_budgets(estimator, n_samples)
     return compose_basic(steps) if steps else PrivacyBudget.zero()
@@ -206,8 +209,9 @@ def search_cost(search, X, y=None, groups=None):
     Every fit of a private estimator is a release charged to its ledger, so a
     scikit-learn search costs the basic composition of ``n_candidates x
     n_splits`` fits, plus one refit on all rows when ``refit`` is set (the
-    most expensive candidate is counted, since which one wins is not known in
-    advance). Check the price against the ledger before starting, and run the
+    largest epsilon and the largest delta of the candidates are counted, since
+    which one wins is not known in advance). Like :func:`fit_cost` it may
+    exceed what the ledger records (by the delta of pure releases). Check the price against the ledger before starting, and run the
     search with ``error_score="raise"``: otherwise a refused fit becomes a NaN
     score and the search goes on spending. One fit costs :func:`fit_cost`:
     a private estimator inside a wrapper that may fit it several times

@@ -111,10 +111,12 @@ def _all_coins(nums, dens, rng):
 
 
 def _failures_before(successes, p, rng):
-    """Failures before the ``successes``-th success of exact Bernoulli(``p``) trials: the coins
-    are drawn in vectorised batches (64 first, doubling up to 65 536) and counted up to that
-    success; the coins after it are not used (the trials are independent)."""
-    k, need, size = 0, int(successes), 64
+    """Failures before the ``successes``-th success of exact Bernoulli(``p > 0``) trials: the
+    coins are drawn in vectorised batches (about twice the expected number of trials, at most
+    64, first; then doubling up to 65 536) and counted up to that success; the coins after it
+    are not used (the trials are independent)."""
+    k, need = 0, int(successes)
+    size = min(64, math.ceil(Fraction(2 * need) / p)) if need else 0
     while need:
         hits = np.flatnonzero(_coins(p, size, rng))
         if hits.size >= need:
@@ -123,6 +125,22 @@ def _failures_before(successes, p, rng):
         need -= hits.size
         size = min(2 * size, 1 << 16)
     return k
+
+
+def _positive_negative_binomial(m, p, rng):
+    """``NB(m, p)`` (failures before the ``m``-th success of Bernoulli(``p``) trials)
+    conditioned on at least one failure, exactly.
+
+    One failure occurs before the ``m``-th success exactly when the first failure comes at a
+    trial ``J <= m``; given that, ``P(J = j) ∝ p^(j - 1)``, so ``P(J = j | j <= J <= m) = 1 /
+    (1 + p + ... + p^(m - j))``: one exact coin per ``j``. The trials after it are
+    unconstrained: ``m - j + 1`` successes are still needed, so ``k = 1 +`` the failures
+    before them.
+    """
+    j = 1
+    while j < m and not _bernoulli(1 / sum(p**i for i in range(m - j + 1)), rng):
+        j += 1
+    return 1 + _failures_before(m - j + 1, p, rng)
 
 
 def random_stopping_runs(stopping_probability, rng):
@@ -162,7 +180,9 @@ def negative_binomial_runs(eta, gamma, rng):
     sampler): with ``m = max(1, ceil(eta))``, propose ``k`` failures before
     ``m`` successes of exact Bernoulli(``gamma``) coins (the negative
     binomial ``NB(m, gamma)``, ``P(k) ∝ (1 - gamma)^k prod_{l<k} (l + m) /
-    (l + 1)``), redraw ``k = 0``, and accept with probability ``r_k = prod_{0<l<k}
+    (l + 1)``) conditioned on ``k >= 1`` (:func:`_positive_negative_binomial`,
+    without redrawing ``k = 0``, which took ``1 / (1 - gamma^m)`` proposals),
+    and accept with probability ``r_k = prod_{0<l<k}
     (l + eta) / (l + m) <= 1`` (``eta = 0``: ``1 / k``, the log-series ratio),
     itself exact: the product of the independent exact Bernoulli coins of
     the rationals ``(l + eta) / (l + m)`` (``eta`` and ``gamma`` are doubles,
@@ -177,9 +197,7 @@ def negative_binomial_runs(eta, gamma, rng):
     g, e = Fraction(float(gamma)), Fraction(float(eta))
     m = max(1, math.ceil(float(eta)))
     while True:
-        k = _failures_before(m, g, rng)
-        if k == 0:
-            continue  # the truncation to K >= 1
+        k = _positive_negative_binomial(m, g, rng)
         if e == 0:
             accept = _bernoulli(Fraction(1, k), rng)
         else:  # (l = 0's factor eta / m is common to every k >= 1)
@@ -1119,12 +1137,16 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             if self.score_bounds is not None:
                 raise ValueError("score_bounds is fixed to (0, 1) for scoring='accuracy'.")
             return 0.0, 1.0
-        from sklearn.metrics._scorer import _BaseScorer
+        from sklearn.metrics._scorer import _BaseScorer, _MultimetricScorer, _PassthroughScorer
 
-        if isinstance(self.scoring, _BaseScorer):  # (a public setting: refused before the charge)
+        if isinstance(self.scoring, (_BaseScorer, _PassthroughScorer, _MultimetricScorer)) or (
+                getattr(self.scoring, "__module__", "") or "").startswith("sklearn.metrics"):
+            # (a public setting: refused before the charge; a metric function takes
+            # (y_true, y_pred), not (estimator, X, y), and returns one number too)
             raise ValueError(
-                "scoring is a scikit-learn scorer (make_scorer, get_scorer), which returns one "
-                "number for all the validation rows; the search needs one score per row (their "
+                "scoring is a scikit-learn scorer or metric (make_scorer, get_scorer, "
+                "check_scoring, sklearn.metrics), which returns one number for all the "
+                "validation rows; the search needs one score per row (their "
                 "clipped mean has the public sensitivity (high - low) / n_val). Pass a callable "
                 "such as scoring=lambda est, X, y: -(est.predict(X) - y) ** 2 with public "
                 "score_bounds=(-4, 0) for labels in [-1, 1].")
@@ -1211,7 +1233,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         # predicting validates the private validation rows (an allowed Normalizer quotes a bad
         # cell in its message): errors are re-raised without values, as in the runs' fits
         if self.scoring == "accuracy":
-            pred = call_without_values(est.predict, X_val, name="X", catch=Exception)
+            pred = call_without_values(est.predict, X_val, name="X", catch=Exception, spent=True)
             pred, labels = np.asarray(pred), np.asarray(y_val)
             if pred.shape != labels.shape or labels.shape != (_num_samples(X_val),):
                 # (a column of labels against a vector of predictions broadcast to an
@@ -1221,7 +1243,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             per_row = (pred == labels).astype(float)
         else:
             scores = call_without_values(self.scoring, est, X_val, y_val, name=("X", "y"),
-                                         catch=Exception)
+                                         catch=Exception, spent=True)
             # a score that is not a number would be quoted by numpy's message: masked too
             per_row = call_without_values(np.asarray, scores, dtype=float,
                                           name="the scoring's output").ravel()
