@@ -2236,8 +2236,10 @@ def test_a_scikit_learn_scorer_is_refused_before_the_charge():
     from sklearn.metrics import check_scoring, mean_absolute_error
 
     inner = PrivateOLS(data_norm=1.0, label_bound=1.0)
+    import functools
+
     for scoring in (check_scoring(inner), check_scoring(inner, scoring=["r2", "neg_mean_absolute_error"]),
-                    mean_absolute_error):
+                    mean_absolute_error, functools.partial(mean_absolute_error)):
         with pytest.raises(ValueError, match="one score per row"):
             search.set_params(scoring=scoring).fit(X, y)
     assert ledger.spends == []
@@ -2246,3 +2248,43 @@ def test_a_scikit_learn_scorer_is_refused_before_the_charge():
         warnings.simplefilter("ignore")
         assert search.fit(X, y).cv_results_["noisy_score"].shape == (2,)
     assert len(ledger.spends) == 1
+
+
+def test_positive_negative_binomial_and_the_tie_path_of_the_acceptance(monkeypatch):
+    # review 31: the conditioned proposal against scipy (m = 2, 5), and a tie at a coin far
+    # down the acceptance product decided by the exact remainder (an int64 index wrapped)
+    from fractions import Fraction
+
+    from scipy import stats
+
+    from skdp.model_selection import _search
+
+    rng = np.random.default_rng(5)
+    for m, p in ((2, 0.5), (5, 0.7), (3, 0.97)):
+        draws = np.array([_search._positive_negative_binomial(m, Fraction(p), rng)
+                          for _ in range(20_000)])
+        assert draws.min() >= 1
+        for k in (1, 2, 3):
+            q = stats.nbinom(m, p).pmf(k) / (1 - p**m)
+            assert abs(np.mean(draws == k) - q) < 4.5 * math.sqrt(q * (1 - q) / draws.size)
+
+    e = Fraction(0.3)  # denominator 2^54: l b + a overflows int64 from l = 512
+    a, b, m, k, at = e.numerator, e.denominator, 1, 1100, 1000  # coin l = at + 1 ties
+    nums = _search._Terms(lambda lv: lv * b + a, k)
+    dens = _search._Terms(lambda lv: (lv + m) * b, k)
+    tops = [(nums[i] << 62) // dens[i] for i in range(k - 1)]
+
+    class Words:  # every coin succeeds (word 0) except coin `at`, which ties with its top
+        def integers(self, low, high, size, dtype):
+            start = self.seen
+            self.seen += size
+            return np.array([tops[i] if i == at else 0 for i in range(start, start + size)],
+                            dtype=dtype)
+
+    words = Words()
+    words.seen = 0
+    asked = []
+    monkeypatch.setattr(_search, "_bernoulli", lambda q, rng: asked.append(q) or True)
+    assert _search._all_coins(nums, dens, words)
+    exact = (at + 1 + e) / (at + 1 + m) * 2**62 - tops[at]
+    assert asked == [exact] and 0 <= exact < 1

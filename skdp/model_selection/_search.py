@@ -13,6 +13,7 @@ its selection step is not covered at all.
 """
 
 import contextlib
+import functools
 import math
 import numbers
 import threading
@@ -103,7 +104,7 @@ def _all_coins(nums, dens, rng):
         if np.any(w > top):
             return False
         for j in np.flatnonzero(w == top):  # (ties: the remaining digits decide, exactly)
-            a, b = nums[i + j], dens[i + j]
+            a, b = nums[i + int(j)], dens[i + int(j)]  # (Python ints: an int64 index wrapped)
             if not _bernoulli(Fraction((a << 62) - tops[j] * b, b), rng):
                 return False
         i, size = i + size, min(2 * size, 4096)
@@ -138,8 +139,13 @@ def _positive_negative_binomial(m, p, rng):
     before them.
     """
     j = 1
-    while j < m and not _bernoulli(1 / sum(p**i for i in range(m - j + 1)), rng):
-        j += 1
+    if m > 1 and p != 1:
+        # 1 / (1 + p + ... + p^(m-j)) = (1 - p) / (1 - p^(m-j+1)), p = a / d, with the
+        # powers kept as integers (the sums of Fractions grew like m^2 digits: review 31)
+        a, d = p.numerator, p.denominator
+        an, dn = a ** m, d ** m  # p^(m - j + 1) at j = 1
+        while j < m and not _bernoulli(Fraction((d - a) * dn, d * (dn - an)), rng):
+            j, an, dn = j + 1, an // a, dn // d
     return 1 + _failures_before(m - j + 1, p, rng)
 
 
@@ -1139,8 +1145,11 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             return 0.0, 1.0
         from sklearn.metrics._scorer import _BaseScorer, _MultimetricScorer, _PassthroughScorer
 
-        if isinstance(self.scoring, (_BaseScorer, _PassthroughScorer, _MultimetricScorer)) or (
-                getattr(self.scoring, "__module__", "") or "").startswith("sklearn.metrics"):
+        scoring = self.scoring
+        while isinstance(scoring, functools.partial):
+            scoring = scoring.func
+        if isinstance(scoring, (_BaseScorer, _PassthroughScorer, _MultimetricScorer)) or (
+                getattr(scoring, "__module__", "") or "").startswith("sklearn.metrics"):
             # (a public setting: refused before the charge; a metric function takes
             # (y_true, y_pred), not (estimator, X, y), and returns one number too)
             raise ValueError(
