@@ -451,13 +451,13 @@ class PrivateEstimatorMixin:
             The only source of this fit's noise.
         """
         self._check_public(n_samples, n_features)
-        self._warn_large_delta(n_samples, budget)
         if callable(curve):
             curve = curve()
-        if curve is PURE_RELEASE:
+        if curve is PURE_RELEASE:  # (no delta is spent: no warning about a large one)
             given = self._privacy_budget() if budget is None else budget
             _, record = self._charge_budget(PrivacyBudget(given.epsilon, 0.0))
             return given, fit_generator(self.random_state, record)
+        self._warn_large_delta(n_samples, budget)
         budget, record = self._charge_budget(budget, curve=curve)
         return budget, fit_generator(self.random_state, record)
 

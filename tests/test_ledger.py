@@ -770,3 +770,20 @@ def test_accepts_and_spend_take_an_epsilon_delta_list_like_a_tuple():
     assert ledger.spent == PrivacyBudget(0.1)
     with pytest.raises(TypeError, match="pair"):
         ledger.accepts([0.1, 0.0, 0.0])
+
+
+def test_a_pure_release_does_not_warn_about_a_large_delta():
+    # review 30: a fit charged (epsilon, 0) warned LargeDeltaWarning for the delta it did not
+    # spend; a Gaussian release with the same delta still warns
+    import warnings
+
+    X = np.random.default_rng(0).normal(size=(300, 1)) / 3
+    y = (X[:, 0] > 0).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", skdp.LargeDeltaWarning)
+        est = skdp.PrivateLogisticRegression(perturbation="output", data_norm=1, classes=[0, 1],
+                                             delta=0.004).fit(X, y)
+    assert est.noise_spec_.mechanism_.pure and est.privacy_spent_.delta == 0.0
+    with pytest.warns(skdp.LargeDeltaWarning):
+        skdp.PrivateLogisticRegression(perturbation="output", data_norm=1, classes=[0, 1],
+                                       delta=0.004, mechanism="analytic_gaussian").fit(X, y)

@@ -2288,3 +2288,15 @@ def test_positive_negative_binomial_and_the_tie_path_of_the_acceptance(monkeypat
     assert _search._all_coins(nums, dens, words)
     exact = (at + 1 + e) / (at + 1 + m) * 2**62 - tops[at]
     assert asked == [exact] and 0 <= exact < 1
+
+
+def test_an_absurd_stopping_probability_is_refused_before_the_charge():
+    # review 26, F3: stopping_probability=1e-300 was accepted, charged, and never finished
+    X, y = _data(n=200)
+    ledger = BudgetLedger(5.0)
+    for strategy in ("random_stopping", "negative_binomial"):
+        search = PrivateGridSearchCV(DPMeanClassifier(), GRID, epsilon=1.0, strategy=strategy,
+                                     stopping_probability=1e-300, accountant=ledger)
+        with pytest.raises(ValueError, match="would not finish"):
+            search.fit(X, y)
+    assert ledger.spends == []

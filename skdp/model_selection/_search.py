@@ -51,6 +51,8 @@ from ._cost import (_leaf_steps, _private_steps, selection_run_budget, truncated
 __all__ = ["PrivateGridSearchCV", "random_stopping_runs", "negative_binomial_runs"]
 
 _PRIVACY_KEYS = ("epsilon", "delta", "accountant", "random_state")
+#: a randomised search expecting more runs than this is refused before its charge
+_MAX_MEAN_RUNS = 1e6
 
 
 def _coins(p, size, rng):
@@ -930,7 +932,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         of random stopping, the ``gamma`` of the truncated negative binomial
         ``D_{eta, gamma}``. ``None`` means: on average as many runs as grid
         points (``E[K] = n_candidates``; ``1 / n_candidates`` for random
-        stopping). Ignored by "exhaustive".
+        stopping). Ignored by "exhaustive". A value that makes ``E[K]``
+        exceed a million runs is refused before the charge.
     eta : float >= 0, default=0.5
         Shape ``eta`` of ``D_{eta, gamma}`` for
         ``strategy="negative_binomial"`` (ignored otherwise): the selection
@@ -1352,6 +1355,12 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             warn_at_caller(f"PrivateGridSearchCV, {what}{message}", category)
         warn_large_delta("PrivateGridSearchCV", float(self.delta), n)
         law = self._stopping_law(len(candidates))
+        if law is not None and not law["mean"] <= _MAX_MEAN_RUNS:  # (a public setting)
+            raise ValueError(
+                f"stopping_probability={self.stopping_probability!r} makes the search fit about "
+                f"{law['mean']:.3g} models on average (more than {_MAX_MEAN_RUNS:.0e}): it would "
+                "not finish after its charge. Choose a stopping probability for the number of "
+                "runs you can afford (on average 1 / gamma for random stopping).")
         total = PrivacyBudget(float(self.epsilon), float(self.delta))
         # Laplace mechanism on the mean score (public inputs: calibrated before the charge):
         # sensitivity (hi - lo) / n_val, plus twice the rounding error of the computed mean of
