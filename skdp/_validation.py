@@ -785,6 +785,18 @@ def check_classes(classes, estimator=None):
     return uniq
 
 
+def declared_label_dtype(y):
+    """The dtype ``y``'s labels are declared with (structure only, no value): a categorical's
+    categories' dtype, and pandas' string dtypes ("string", pandas 3's default "str") as
+    numpy strings; other dtypes as they are (``None`` without one)."""
+    dtype = getattr(y, "dtype", None)
+    if type(dtype).__name__ == "CategoricalDtype":
+        dtype = getattr(getattr(dtype, "categories", None), "dtype", None)
+    if type(dtype).__name__ == "StringDtype":
+        dtype = np.dtype("<U1")
+    return dtype
+
+
 def check_label_kind(y, classes, estimator=None):
     """Before the charge: refuse labels whose declared dtype can never match the public
     ``classes`` (numbers against strings, or strings against numbers).
@@ -795,12 +807,7 @@ def check_label_kind(y, classes, estimator=None):
     """
     if classes is None:
         return
-    dtype = getattr(y, "dtype", None)
-    if type(dtype).__name__ == "CategoricalDtype":  # its declared categories' dtype
-        dtype = getattr(getattr(dtype, "categories", None), "dtype", None)
-    kind = getattr(dtype, "kind", None)
-    if type(dtype).__name__ == "StringDtype":  # pandas' "string" and pandas 3's default "str"
-        kind = "U"
+    kind = getattr(declared_label_dtype(y), "kind", None)
     if not isinstance(kind, str):
         return
     numeric_classes = classes.dtype.kind in "biuf"

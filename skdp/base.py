@@ -453,12 +453,13 @@ class PrivateEstimatorMixin:
         self._check_public(n_samples, n_features)
         if callable(curve):
             curve = curve()
+        budget = self._privacy_budget() if budget is None else budget
+        charged = budget
         if curve is PURE_RELEASE:  # (no delta is spent: no warning about a large one)
-            given = self._privacy_budget() if budget is None else budget
-            _, record = self._charge_budget(PrivacyBudget(given.epsilon, 0.0))
-            return given, fit_generator(self.random_state, record)
-        self._warn_large_delta(n_samples, budget)
-        budget, record = self._charge_budget(budget, curve=curve)
+            charged, curve = PrivacyBudget(budget.epsilon, 0.0), None
+        else:
+            self._warn_large_delta(n_samples, budget)
+        _, record = self._charge_budget(charged, curve=curve)
         return budget, fit_generator(self.random_state, record)
 
     def __sklearn_tags__(self):

@@ -2176,7 +2176,8 @@ def test_exact_coins_and_their_ties():
     top = (p.numerator << 62) // p.denominator  # the remaining digits of 1/3 are 1/3 again
     hits = sum(bool(_coins(p, 1, _Fresh(top, s))[0]) for s in range(3000))
     assert abs(hits / 3000 - 1 / 3) < 4.5 * math.sqrt(2 / 9 / 3000)
-    assert _all_coins([1, 2], [1, 2], rng) and not _all_coins([1, 0], [1, 5], rng)
+    assert _all_coins(lambda lv: (lv, lv), 2, rng)  # ratios 1 and 1
+    assert not _all_coins(lambda lv: (1, 1) if lv == 1 else (0, 5), 2, rng)  # then 0
 
 
 class _Fresh:
@@ -2270,9 +2271,10 @@ def test_positive_negative_binomial_and_the_tie_path_of_the_acceptance(monkeypat
 
     e = Fraction(0.3)  # denominator 2^54: l b + a overflows int64 from l = 512
     a, b, m, k, at = e.numerator, e.denominator, 1, 1100, 1000  # coin l = at + 1 ties
-    nums = _search._Terms(lambda lv: lv * b + a, k)
-    dens = _search._Terms(lambda lv: (lv + m) * b, k)
-    tops = [(nums[i] << 62) // dens[i] for i in range(k - 1)]
+    def ratio(lv):
+        return lv * b + a, (lv + m) * b
+
+    tops = [(ratio(i + 1)[0] << 62) // ratio(i + 1)[1] for i in range(k - 1)]
 
     class Words:  # every coin succeeds (word 0) except coin `at`, which ties with its top
         def integers(self, low, high, size, dtype):
@@ -2285,7 +2287,7 @@ def test_positive_negative_binomial_and_the_tie_path_of_the_acceptance(monkeypat
     words.seen = 0
     asked = []
     monkeypatch.setattr(_search, "_bernoulli", lambda q, rng: asked.append(q) or True)
-    assert _search._all_coins(nums, dens, words)
+    assert _search._all_coins(ratio, k - 1, words)
     exact = (at + 1 + e) / (at + 1 + m) * 2**62 - tops[at]
     assert asked == [exact] and 0 <= exact < 1
 

@@ -40,7 +40,7 @@ from ..exceptions import PrivacyGuaranteeWarning, warn_at_caller
 from .._stats import check_unit_sample_weight, check_weight_structure, rounding_gamma
 from .._validation import (MAX_PUBLIC_BOUND, MIN_PUBLIC_BOUND, call_without_values,
                            check_classes, check_public_structure, check_sparse_structure,
-                           encode_labels, is_sparse_input, seed_entropy)
+                           declared_label_dtype, encode_labels, is_sparse_input, seed_entropy)
 from .._dask import is_dask_collection
 from ..base import (BOUND_PARAMETERS, PrivateEstimatorMixin, _estimators_in, _fits_nothing,
                     private_fit, walk_estimators, warn_large_delta)
@@ -69,9 +69,14 @@ def _coins(p, size, rng):
     w = rng.integers(0, 1 << 62, size=size, dtype=np.int64)
     out = w < top
     for i in np.flatnonzero(w == top):  # (ties: about one draw in 4.6e18)
-        rest = Fraction((p.numerator << 62) - top * p.denominator, p.denominator)
-        out[i] = bool(_coins(rest, 1, rng)[0])
+        out[i] = _after_tie(p.numerator, p.denominator, top, rng)
     return out
+
+
+def _after_tie(num, den, top, rng):
+    """The coin of ``num / den`` once a word tied with its first 62 bits ``top``: the
+    remaining digits decide, an exact coin of ``num / den * 2^62 - top`` in [0, 1)."""
+    return _bernoulli(Fraction((num << 62) - top * den, den), rng)
 
 
 def _bernoulli(p, rng):
@@ -79,37 +84,24 @@ def _bernoulli(p, rng):
     return bool(_coins(p, 1, rng)[0])
 
 
-class _Terms:
-    """``f(1), ..., f(k - 1)`` as a sequence whose slices are computed when asked for."""
-
-    def __init__(self, f, k):
-        self.f, self.k = f, k
-
-    def __len__(self):
-        return self.k - 1
-
-    def __getitem__(self, item):
-        if isinstance(item, slice):
-            return [self.f(lv + 1) for lv in range(*item.indices(self.k - 1))]
-        return self.f(item + 1)
-
-
-def _all_coins(nums, dens, rng):
-    """Whether independent exact Bernoulli(``nums[i] / dens[i]``) coins (Python ints, each
-    ratio in [0, 1]) all succeed: :func:`_coins`' comparison, one word per coin, in blocks of
-    64 coins doubling up to 4 096 (stopped at the first block with a failure)."""
-    i, size = 0, 64
-    while i < len(nums):
-        tops = [(a << 62) // b for a, b in zip(nums[i:i + size], dens[i:i + size])]
+def _all_coins(ratio, count, rng):
+    """Whether the independent exact coins of ``ratio(l) = (num, den)`` (Python ints, each
+    ratio in [0, 1]) for ``l = 1, ..., count`` all succeed: :func:`_coins`' comparison, one
+    word per coin, in blocks of 64 coins doubling up to 4 096 (the ratios of a block are
+    computed when it is drawn; stopped at the first block with a failure)."""
+    first, size = 1, 64
+    while first <= count:
+        terms = [ratio(lv) for lv in range(first, min(first + size, count + 1))]
+        tops = [(a << 62) // b for a, b in terms]
         w = rng.integers(0, 1 << 62, size=len(tops), dtype=np.int64)
         top = np.array(tops, dtype=np.int64)
         if np.any(w > top):
             return False
-        for j in np.flatnonzero(w == top):  # (ties: the remaining digits decide, exactly)
-            a, b = nums[i + int(j)], dens[i + int(j)]  # (Python ints: an int64 index wrapped)
-            if not _bernoulli(Fraction((a << 62) - tops[j] * b, b), rng):
+        for j in np.flatnonzero(w == top):
+            j = int(j)  # (Python ints: an int64 index wrapped l b + a from l = 512)
+            if not _after_tie(*terms[j], tops[j], rng):
                 return False
-        i, size = i + size, min(2 * size, 4096)
+        first, size = first + len(terms), min(2 * size, 4096)
     return True
 
 
@@ -213,8 +205,7 @@ def negative_binomial_runs(eta, gamma, rng):
             # succeeding, stopped at the first failure: the same law, in O(k) small rationals
             # (the product r_k's numerator and denominator grew with k: 73 s for E[K] = 5000)
             a, b = e.numerator, e.denominator  # (l + a/b) / (l + m) = (l b + a) / ((l + m) b)
-            accept = _all_coins(_Terms(lambda lv: lv * b + a, k),
-                                _Terms(lambda lv: (lv + m) * b, k), rng)
+            accept = _all_coins(lambda lv: (lv * b + a, (lv + m) * b), k - 1, rng)
         if accept:
             return k
 
@@ -734,11 +725,7 @@ def _dry_inputs(X, y, m, n):
         dtype = np.float64
     if y is None:
         return dtype, None
-    dt = getattr(y, "dtype", None)
-    if type(dt).__name__ == "CategoricalDtype":  # its declared categories' dtype
-        dt = getattr(getattr(dt, "categories", None), "dtype", None)
-    if type(dt).__name__ == "StringDtype":  # pandas' strings: their numpy kind
-        dt = np.dtype("<U1")
+    dt = declared_label_dtype(y)
     dt = dt if isinstance(dt, np.dtype) else np.dtype(object)
     tail = tuple(getattr(y, "shape", (n,))[1:])
     return dtype, np.broadcast_to(np.zeros((), dtype=dt), (m,) + tail)

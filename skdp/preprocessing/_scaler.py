@@ -483,11 +483,15 @@ class PrivateStandardScaler(PrivateEstimatorMixin, OneToOneFeatureMixin, Transfo
         n_pub, d_pub = self._public_shape(X, y)  # structure only (y: its length), no values
         releases = self.with_mean or self.with_std
         pre = {}
+        # the declared bounds, read once from the public structure (None: inferred after the
+        # charge, or the structure does not tell the shape)
+        bounds_pub = (_check_bounds(self.bounds, d_pub, self)
+                      if self.bounds is not None and n_pub and d_pub else None)
 
         def curve():  # a Gaussian release, calibrated from public inputs before the charge
-            if self.bounds is None or not n_pub or not d_pub:
+            if bounds_pub is None:
                 return None
-            lo, hi = _check_bounds(self.bounds, d_pub, self)
+            lo, hi = bounds_pub
             live_pub = hi - lo > 0
             k_pub = int(np.count_nonzero(live_pub))
             if not k_pub:
@@ -496,21 +500,20 @@ class PrivateStandardScaler(PrivateEstimatorMixin, OneToOneFeatureMixin, Transfo
                                           hi[live_pub], is_sparse_input(X))
             return release_curve([pre["spec"]])
 
-        if releases and self.bounds is not None and n_pub and d_pub:
-            lo, hi = _check_bounds(self.bounds, d_pub, self)
+        if releases and bounds_pub is not None:
             # every feature of width 0 is a public constant: nothing is computed from the
             # data, so nothing is charged (review 28, F4)
-            releases = bool(np.any(hi - lo > 0))
+            releases = bool(np.any(bounds_pub[1] - bounds_pub[0] > 0))
         if releases:
             budget, rng = self._start_fit(n_pub, d_pub, curve=curve)
         else:  # nothing is released: nothing is charged
             self._check_public(n_pub, d_pub)
             self.privacy_spent_ = PrivacyBudget.zero()
-        if not releases and self.bounds is not None and n_pub and d_pub:
+        if not releases and bounds_pub is not None:
             # nothing is charged, so no value is read: a validation of the values would answer
             # "does X hold a NaN?" for free (review 14, F4); the structure sets the features
             validate_data(self, X, skip_check_array=True, reset=True)
-            self.bounds_ = _check_bounds(self.bounds, d_pub, self)
+            self.bounds_ = bounds_pub
             self.n_samples_seen_ = n_pub
             self.noise_spec_ = None
             # the declared constants (all widths 0), or None when nothing was asked for
