@@ -19,7 +19,9 @@ product and every reduction runs in float64 (the solver's stopping test
 arithmetic resolves) while no float64 copy of ``X`` is ever held. Sparse input
 is kept sparse; float32 sparse data get one float64 copy of the ``nnz`` stored
 values (the index arrays are shared), i.e. memory proportional to ``nnz``; CSC
-input is read as CSR (one copy of the same size). Sparse passes run over CSR
+input is read as CSR (one copy of the same size); a matrix that stores an entry
+twice is read with its duplicates summed (one copy of the same size), so that
+the products run on the rows whose norms gave the clip factors. Sparse passes run over CSR
 row blocks of ``_SPARSE_ROWS`` rows (views of ``X``'s arrays), so margins,
 coefficients and the Hessian's sparse products exist block by block, and
 each block's sum is formed fresh and then added: the summation depth of every
@@ -168,9 +170,12 @@ class RowOperator:
     def __init__(self, X, scale=None, intercept=None):
         self.sparse = sp.issparse(X)
         # CSC is read as CSR (one copy, proportional to nnz): the row chunks of A^T @ X
-        # keep the depth of its sums public (:meth:`sum_depth`)
-        # products add duplicate entries as they should: no check, no copy for them
-        self.X = _as_float64_sparse(X, sum_duplicates=False).tocsr() if self.sparse else X
+        # keep the depth of its sums public (:meth:`sum_depth`). Duplicate entries are
+        # summed first (a copy only if some entry is stored twice): the norms, and so the
+        # clip factors, are those of the summed rows, and a product over the stored
+        # entries would let a record's huge pair that cancels in its own norm (+2^60,
+        # -2^60) swamp the other rows' share of the sums in A^T @ X
+        self.X = _as_float64_sparse(X).tocsr() if self.sparse else X
         self.a = None if scale is None else np.asarray(scale, dtype=np.float64)
         # rows with a zero clip factor (huge rows: module docstring), sorted; None if none
         zero = None if self.a is None else np.flatnonzero(self.a == 0.0)
