@@ -347,6 +347,10 @@ def _dtype_name(dtype):
     value, which pandas advises setting to the column's most common value (review 23, F3)."""
     if type(dtype).__name__ == "SparseDtype":
         return f"Sparse[{getattr(dtype, 'subtype', '?')}] (its fill value is not shown)"
+    if getattr(dtype, "kind", None) in ("U", "S", "V"):
+        # numpy's fixed-width text and void dtypes print their item size (<U9: the length of
+        # the longest private string), so only the kind is named (review 32, F2)
+        return {"U": "str", "S": "bytes", "V": "void"}[dtype.kind]
     return str(dtype)
 
 

@@ -89,7 +89,7 @@ from sklearn.utils.validation import FLOAT_DTYPES, check_is_fitted
 
 from .._budget import PrivacyBudget
 from .._validation import (MAX_PUBLIC_BOUND, MIN_PUBLIC_BOUND, _leak_warning, check_epsilon_delta,
-                           saturate, validate_private_data)
+                           saturate, seed_entropy, validate_private_data)
 from ..base import PrivateEstimatorMixin, fixed_float_state, private_fit
 from ..linear_model._rows import row_norms_any
 from ..mechanisms._discrete import bernoulli_exp_neg_fraction
@@ -188,10 +188,14 @@ def permute_and_flip(utility, epsilon, rng, sensitivity=1):
         raise ValueError("utility must be a non-empty 1-D integer array.")
     p, den = _rational_epsilon(epsilon)
     gap = (u.max() - u).astype(np.int64)
-    order = rng.permutation(u.size)
+    # the exact coins draw a number of words that depends on the utilities (private
+    # counts): they come from a child stream seeded by four words of ``rng``, so that
+    # ``rng`` (a caller's Generator) leaves in a state that does not depend on the data
+    coins = np.random.default_rng(seed_entropy(rng))
+    order = coins.permutation(u.size)
     if int(gap.max()) * p >= 2**62:  # capped gaps: accepted with probability <= e^-2^40, and
         gap = np.minimum(gap, (2**62 - 1) // p)  # still eps'-DP (module docstring)
-    accept = _bernoulli_exp(gap[order] * p, 2 * int(sensitivity) * den, rng)
+    accept = _bernoulli_exp(gap[order] * p, 2 * int(sensitivity) * den, coins)
     return int(order[int(np.argmax(accept))])  # the maximiser accepts surely
 
 
