@@ -127,7 +127,14 @@ def kinds(quick):
         f"CSR {1_000_000 // s} x {10_000 // (10 if quick else 1)} 0.1%": (
             "csr", 1_000_000 // s, 10_000 // (10 if quick else 1), 0.001 if not quick else 0.01),
         f"dask {2_000_000 // s} x 50": ("dask", 2_000_000 // s, 50, None),
+        f"CSR {1_000_000 // s} x {10_000 // (10 if quick else 1)} 0.1% Zipf columns": (
+            "csrzipf", 1_000_000 // s, 10_000 // (10 if quick else 1),
+            0.001 if not quick else 0.01),
     }
+
+
+#: input kinds measured only when named with ``--only``
+OPT_IN = {"csrzipf"}
 
 
 # ---------------------------------------------------------------------------
@@ -176,6 +183,18 @@ def _build(kind, n, d, extra):
         norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
         X = sp.diags(1.0 / np.maximum(norms, 1.0)) @ X
         X = X.tocsr()
+        return X, X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
+    if kind == "csrzipf":
+        # column j non-zero with probability proportional to 1 / (j + 10), as in one-hot
+        # or bag-of-words tables: the covariance has leading eigenvalues that stand out
+        nnz = int(n * d * extra)
+        p = 1.0 / (np.arange(d) + 10.0)
+        rows = rng.integers(0, n, nnz)
+        cols = rng.choice(d, size=nnz, p=p / p.sum())
+        X = sp.csr_matrix((rng.random(nnz), (rows, cols)), shape=(n, d))
+        X.sum_duplicates()
+        norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+        X = (sp.diags(1.0 / np.maximum(norms, 1.0)) @ X).tocsr()
         return X, X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
     raise ValueError(kind)
 
@@ -390,7 +409,7 @@ def _fmt(v, f):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true")
-    p.add_argument("--only", nargs="*", default=None, help="input kinds: dense64 dense32 memmap32 csr dask")
+    p.add_argument("--only", nargs="*", default=None, help="input kinds: dense64 dense32 memmap32 csr dask csrzipf (the last only when named)")
     p.add_argument("--estimators", nargs="*", default=None)
     p.add_argument("--timeout", type=float, default=1800.0)
     p.add_argument("--one-fit", action="store_true",
@@ -411,7 +430,7 @@ def main(argv=None):
     print("| input | estimator | fit_s | floor | x_floor | x_xtx32 | mem_x_input | status |")
     print("|---|---|---|---|---|---|---|---|")
     for label, (kind, n, d, extra) in kinds(args.quick).items():
-        if args.only and kind not in args.only:
+        if (args.only and kind not in args.only) or (kind in OPT_IN and not args.only):
             continue
         if kind == "dask" and not have_dask:
             print(f"| {label} | (all) | | | | | | skipped: dask not installed (pip install 'skdp[dask]') |")

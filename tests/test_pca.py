@@ -539,38 +539,127 @@ def test_fitted_spec_keeps_the_bounds_not_the_profile():
     assert again.params["sigma"] == pca.noise_spec_.params["sigma"]
 
 
+@pytest.mark.parametrize("path", ["lanczos", "tridiagonal"])
 @pytest.mark.parametrize("d, k", [(1000, 1), (1200, 7), (1100, 137)])
-def test_partial_eigh_matches_divide_and_conquer(d, k):
-    # the wide-matrix path (tridiagonalise once, only k vectors) against LAPACK's evd
+def test_partial_eigh_matches_divide_and_conquer(d, k, path, monkeypatch):
+    # the wide-matrix paths (Lanczos; tridiagonalise once, only k vectors) against evd
     from scipy import linalg
-    from skdp.decomposition._pca import _eigh
+    import skdp.decomposition._pca as pca_module
 
+    if path == "tridiagonal":
+        monkeypatch.setattr(pca_module, "_LANCZOS_MIN_D", 10**9)
+    calls = []
+    real = pca_module._lanczos
+    monkeypatch.setattr(pca_module, "_lanczos", lambda *a: calls.append(1) or real(*a))
     rng = np.random.default_rng(d + k)
     A = rng.standard_normal((d, d)) * 1e-3
     A = (A + A.T) / 2
     U = np.linalg.qr(rng.standard_normal((d, 12)))[0]
     A += U @ np.diag(np.linspace(0.05, 0.01, 12)) @ U.T
     w0, V0 = linalg.eigh(A, driver="evd")
-    w, V = _eigh(np.asfortranarray(A), k)
-    assert V.shape == (d, k)
-    np.testing.assert_allclose(w, w0[::-1], rtol=0, atol=1e-13)
+    w, V = pca_module._eigh(np.asfortranarray(A), k)
+    assert len(calls) == (path == "lanczos")
+    assert V.shape == (d, k) and w.shape == (k,)
+    np.testing.assert_allclose(w, w0[::-1][:k], rtol=0, atol=1e-13)
     np.testing.assert_allclose(V.T @ V, np.eye(k), rtol=0, atol=1e-12)
-    np.testing.assert_allclose(A @ V, V * w[:k], rtol=0, atol=1e-13)
+    np.testing.assert_allclose(A @ V, V * w, rtol=0, atol=1e-13)
     np.testing.assert_allclose(np.abs(np.sum(V * V0[:, ::-1][:, :k], axis=0)), 1.0, atol=1e-10)
 
 
-def test_wide_fit_same_release_with_either_eigensolver(monkeypatch):
+def test_lanczos_gives_up_within_its_budget_then_the_direct_solver_runs(monkeypatch):
+    # leading eigenvalues inside a noise bulk: ARPACK needs more products than its
+    # budget, stops at the budget, and the tridiagonal path returns the same pairs
+    from scipy import linalg
+    import skdp.decomposition._pca as pca_module
+
+    d, k = 1000, 10
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((d, d))
+    A = (A + A.T) / 2
+    products = []
+
+    class Counting(np.ndarray):
+        def __matmul__(self, v):
+            products.append(1)
+            return np.asarray(self).__matmul__(v)
+
+    assert pca_module._lanczos(A.view(Counting), k) is None
+    assert len(products) == pca_module._LANCZOS_MIN_MATVECS + 2 * k  # the budget
+    w0, V0 = linalg.eigh(A, driver="evd")
+    w, V = pca_module._eigh(np.asfortranarray(A), k)
+    np.testing.assert_allclose(w, w0[::-1][:k], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(np.abs(np.sum(V * V0[:, ::-1][:, :k], axis=0)), 1.0, atol=1e-8)
+
+
+@pytest.mark.parametrize("spiked", [False, True])
+def test_wide_fit_same_release_with_either_eigensolver(monkeypatch, spiked):
     import skdp.decomposition._pca as pca_module
 
     rng = np.random.default_rng(5)
     X = rng.standard_normal((300, 1000)) / 40.0
+    if spiked:  # a few directions with most of the variance: Lanczos converges
+        X = rng.standard_normal((3000, 6)) @ rng.standard_normal((6, 1000)) / 120.0
+        X += rng.standard_normal((3000, 1000)) / 400.0
+    done = []
+    real = pca_module._lanczos
+    monkeypatch.setattr(pca_module, "_lanczos", lambda *a: done.append(real(*a)) or done[-1])
     fits = []
-    for min_d in (1000, 10**9):  # the partial path, then divide and conquer
+    for min_d in (1000, 10**9):  # the partial paths, then divide and conquer
         monkeypatch.setattr(pca_module, "_PARTIAL_EIGH_MIN_D", min_d)
-        fits.append(PrivatePCA(n_components=4, epsilon=1.0, delta=1e-5, data_norm=1.0,
-                               random_state=3).fit(X))
+        # (with 3000 rows the spikes stand out of the noise bulk at a large epsilon)
+        fits.append(PrivatePCA(n_components=4, epsilon=20.0 if spiked else 1.0, delta=1e-5,
+                               data_norm=1.0, random_state=3).fit(X))
+    assert len(done) == 1 and (done[0] is not None) == spiked
     a, b = fits
     np.testing.assert_allclose(a.components_, b.components_, atol=1e-9)
     for attr in ("explained_variance_", "explained_variance_ratio_", "singular_values_",
                  "noise_variance_", "mean_"):
         np.testing.assert_allclose(getattr(a, attr), getattr(b, attr), rtol=1e-10, atol=1e-14)
+
+
+def test_variance_shares_use_the_trace_of_the_released_covariance(monkeypatch):
+    # exact semantics, against an independent eigendecomposition of the same
+    # post-processed release (captured on its way into the eigensolver)
+    import skdp.decomposition._pca as pca_module
+
+    captured = []
+    real = pca_module._eigh
+    monkeypatch.setattr(pca_module, "_eigh",
+                        lambda cov, k=None: captured.append(np.array(cov)) or real(cov, k))
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((400, 30)) * np.linspace(1.0, 0.1, 30) / 4.0
+    for n_components in (3, 0.5, None):
+        captured.clear()
+        pca = PrivatePCA(n_components=n_components, epsilon=0.5, data_norm=1.0,
+                         random_state=1).fit(X)
+        (cov,) = captured
+        mu = np.linalg.eigvalsh(cov)[::-1]
+        assert mu[-1] < 0  # the noise made some eigenvalues negative
+        k = pca.n_components_
+        lam = np.maximum(mu, 0.0)
+        np.testing.assert_allclose(pca.explained_variance_, lam[:k], rtol=1e-10, atol=1e-15)
+        total = max(np.trace(cov), lam[:k].sum())
+        np.testing.assert_allclose(pca.explained_variance_ratio_, lam[:k] / total, rtol=1e-10)
+        assert pca.explained_variance_ratio_.sum() <= 1.0 + 1e-12
+        expected = max(mu[k:].mean(), 0.0) if k < 30 else 0.0
+        assert pca.noise_variance_ == pytest.approx(expected, rel=1e-9, abs=1e-15)
+        if isinstance(n_components, float):
+            assert k == np.searchsorted(np.cumsum(lam) / np.trace(cov), 0.5, side="right") + 1
+
+
+def test_variance_shares_are_close_to_non_private_ones():
+    # the trace of the noisy covariance estimates the total variance without the
+    # positive half of the noise that a sum of clamped eigenvalues would add
+    # (measured on this table at epsilon = 5: 0.625 with that sum, 0.800 with the trace)
+    from sklearn.decomposition import PCA
+
+    rng = np.random.default_rng(1)
+    n, d = 20_000, 200
+    X = rng.standard_normal((n, d)) / np.arange(1, d + 1) ** 0.8
+    X = X @ np.linalg.qr(rng.standard_normal((d, d)))[0]
+    X *= 0.5 / np.sqrt(np.mean(np.sum(X**2, axis=1)))
+    X /= np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1.0)
+    ref = PCA().fit(X)
+    pca = PrivatePCA(n_components=10, epsilon=5.0, data_norm=1.0, random_state=0).fit(X)
+    assert abs(pca.explained_variance_ratio_.sum() - ref.explained_variance_ratio_[:10].sum()) < 0.03
+    assert pca.noise_variance_ == pytest.approx(ref.explained_variance_[10:].mean(), rel=0.2)
