@@ -224,3 +224,60 @@ def test_selection_bad_input():
         calibrate(q, 1.0, 0.0, mechanism="no_such_mechanism")
     with pytest.raises(TypeError):
         select("not a query", 1.0, 0.0)
+
+
+def _profile_queries():
+    from skdp.decomposition._pca import _gram_query
+
+    rng = np.random.default_rng(0)
+    return [
+        Query(shape=(50,), sensitivity_profile=np.exp(-np.arange(50.0))),
+        Query(shape=(2000,), sensitivity_profile=np.exp(-np.arange(2000) / 2.0)),
+        Query(shape=(300,), sensitivity_profile=rng.uniform(0, 1, 300) ** 4),
+        Query(shape=(40,), sensitivity_profile=np.r_[np.zeros(10), rng.uniform(0, 1, 30)]),
+        _gram_query(1000, 3, 1.0, 1 / np.sqrt(2)),
+        _gram_query(1000, 60, 1.0, 1 / np.sqrt(2)),
+        _gram_query(5000, 30, 2.0, 0.0, weighted=True),
+    ]
+
+
+@pytest.mark.parametrize("name", ["inid_gaussian", "inid_laplace"])
+@pytest.mark.parametrize("eps, delta", [(0.1, 1e-6), (1.0, 1e-5), (5.0, 1e-3)])
+def test_lower_bounds_of_the_non_identical_mechanisms(name, eps, delta):
+    # the closed forms of Muthukrishnan & Kalyani 2023 (Theorems 4 and 5) against the
+    # error the calibration reports (rounded profile, integer scales, reserve)
+    mech = get_mechanism(name)
+    for q in _profile_queries():
+        bound = mech.mse_lower_bound(q, eps, delta)
+        mse = mech.calibrate(q, eps, delta).expected_squared_error
+        assert bound <= mse * (1 + 1e-12)
+        assert bound >= 0.5 * mse  # tight enough to prune (here within the grid's loss)
+        lam = q.released_profile()
+        w = q.squared_error_weights()
+        if name == "inid_laplace":
+            independent = 2 * np.sum(lam ** (2 / 3) * w ** (1 / 3)) ** 3 / eps**2
+        else:
+            independent = np.sum(lam * np.sqrt(w)) ** 2 / _mu0(eps, delta) ** 2
+        assert bound == pytest.approx(independent, rel=1e-9)
+
+
+@pytest.mark.parametrize("eps, delta", [(0.1, 1e-6), (1.0, 1e-5), (5.0, 1e-3), (1.0, 0.0)])
+def test_selection_with_bounds_is_the_argmin_of_every_calibration(eps, delta, monkeypatch):
+    calls = []
+    for name in ("inid_gaussian", "inid_laplace"):
+        mech = get_mechanism(name)
+        real = mech._calibrate
+        monkeypatch.setattr(mech, "_calibrate",
+                            lambda q, e, d, _r=real, _n=name: calls.append(_n) or _r(q, e, d))
+    skipped = 0
+    for q in _profile_queries():
+        calls.clear()
+        spec = select(q, eps, delta)
+        during = list(calls)
+        every = candidates(q, eps, delta)
+        best = min(every, key=lambda s: (s.expected_squared_error, s.mechanism))
+        assert spec.mechanism == best.mechanism
+        assert spec.expected_squared_error == best.expected_squared_error
+        skipped += sum(s.mechanism not in during for s in every
+                       if s.mechanism in ("inid_gaussian", "inid_laplace"))
+    assert skipped > 0  # the bounds did spare calibrations

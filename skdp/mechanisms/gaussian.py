@@ -305,6 +305,22 @@ class InidGaussian(GridRelease, Mechanism):
     pure = False
     needs_profile = True
 
+    def mse_lower_bound(self, query, epsilon, delta):
+        """``(sum_i lambda_i sqrt(w_i))^2 / mu0(epsilon, delta)^2``.
+
+        The calibrated scales satisfy ``sum_i lambda_i^2 / sigma_i^2 <= sum_i
+        lambda_g,i^2 / sigma_i^2 <= mu0^2`` for a ``mu0`` computed at
+        ``delta - reserve <= delta`` (``mu0`` grows with delta), and the reported
+        error is at least ``sum_i w_i sigma_i^2``, which Cauchy-Schwarz bounds
+        below: ``(sum_i lambda_i sqrt(w_i))^2 <= (sum_i lambda_i^2 / sigma_i^2)
+        (sum_i w_i sigma_i^2)``. (:func:`analytic_gaussian_mu` returns the
+        lower end of its bracket, within ``1e-12`` relative: ``select`` uses
+        the bound with a factor 2 to spare.)
+        """
+        lam = query.released_profile()
+        total = float(np.dot(lam, np.sqrt(query.squared_error_weights())))
+        return total**2 / analytic_gaussian_mu(epsilon, delta) ** 2
+
     def _calibrate(self, query, epsilon, delta):
         # in place where it can be: the profiles of d x d statistics have d(d+1)/2 coordinates
         # (every operation below is the one of the plain expression, on the same operands)

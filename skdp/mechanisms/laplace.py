@@ -402,6 +402,22 @@ class InidLaplace(GridRelease, _PureMechanism):
     name = "inid_laplace"
     needs_profile = True
 
+    def mse_lower_bound(self, query, epsilon, delta):
+        """``2 (sum_i lambda_i^(2/3) w_i^(1/3))^3 / epsilon^2``.
+
+        The calibrated scales ``beta_i = t_i g_i`` satisfy ``sum_i lambda_i /
+        beta_i <= sum_i (lambda_i + g_i) / beta_i <= epsilon``, and among such
+        scales ``2 sum_i w_i beta_i^2`` is least at :func:`inid_laplace_scales`
+        (``p = 2``), where it equals this bound. Each coordinate's reported
+        variance is at least ``2 beta_i^2``: the discrete Laplace variance
+        ``g^2 / (2 sinh^2(1 / (2 t)))`` exceeds ``g^2 (2 t^2 - 1/6)``
+        (``1 / sinh^2 x >= 1 / x^2 - 1/3``), and the grid term adds ``g^2 / 4``.
+        """
+        lam = query.released_profile()
+        w = query.squared_error_weights()
+        total = float(np.dot(np.cbrt(lam) ** 2, np.cbrt(w)))
+        return 2.0 * total**3 / float(epsilon) ** 2
+
     def _calibrate(self, query, epsilon, delta):
         # floating-point safe (see Laplace): the rounded profile is lambda_i + g on the
         # coordinates that depend on the data; the scales are recalibrated for it and

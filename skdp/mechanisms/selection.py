@@ -1,7 +1,7 @@
 """Calibration entry point and mechanism selection (``mechanism="auto"``)."""
 
 from .._validation import check_epsilon_delta
-from ._base import _REGISTRY, get_mechanism
+from ._base import _REGISTRY, Mechanism, get_mechanism
 from ._query import Query
 
 __all__ = ["calibrate", "select", "candidates", "applicable_names"]
@@ -27,16 +27,31 @@ def select(query, epsilon, delta):
     sensitivity information and budget are compared; unverified mechanisms
     are never selected. Ties go to the alphabetically first name, so the
     choice is deterministic (it depends on public inputs only).
+
+    Mechanisms with a cheap lower bound on their error
+    (:meth:`~skdp.mechanisms._base.Mechanism.mse_lower_bound`: the
+    non-identical Gaussian and Laplace, whose calibrations of a ``d x d``
+    statistic take seconds) are calibrated last, and only when half their
+    bound does not exceed the least error found so far: the choice is the
+    one of calibrating them all.
     """
     if not isinstance(query, Query):
         raise TypeError(f"query must be a skdp.mechanisms.Query, got {type(query).__name__}.")
     epsilon, delta = check_epsilon_delta(epsilon, delta)
+    names = applicable_names(query, epsilon, delta)
+    bounded = {name: _REGISTRY[name] for name in names
+               if type(_REGISTRY[name]).mse_lower_bound is not Mechanism.mse_lower_bound}
     best = None
-    for name in applicable_names(query, epsilon, delta):
+    for name in [n for n in names if n not in bounded] + list(bounded):
+        if name in bounded and best is not None:
+            bound = bounded[name].mse_lower_bound(query, epsilon, delta)
+            if 0.5 * bound > best.expected_squared_error:
+                continue  # its error exceeds the best one's: calibrating it cannot change the choice
         # one calibration alive besides the best so far (those of a d x d statistic are large);
-        # strict '<' keeps the first of equals, as min() over candidates() would
+        # the least error wins, and of equal errors the alphabetically first name
         spec = _REGISTRY[name].calibrate(query, epsilon, delta)
-        if best is None or spec.expected_squared_error < best.expected_squared_error:
+        if best is None or ((spec.expected_squared_error, name)
+                            < (best.expected_squared_error, best.mechanism)):
             best = spec
         del spec
     if best is None:
