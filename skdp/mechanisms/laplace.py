@@ -403,20 +403,28 @@ class InidLaplace(GridRelease, _PureMechanism):
     needs_profile = True
 
     def mse_lower_bound(self, query, epsilon, delta):
-        """``2 (sum_i lambda_i^(2/3) w_i^(1/3))^3 / epsilon^2``.
+        """``2 (sum_i lambda_i)^3 min_i w_i / (max_i lambda_i epsilon^2)``.
 
         The calibrated scales ``beta_i = t_i g_i`` satisfy ``sum_i lambda_i /
         beta_i <= sum_i (lambda_i + g_i) / beta_i <= epsilon``, and among such
         scales ``2 sum_i w_i beta_i^2`` is least at :func:`inid_laplace_scales`
-        (``p = 2``), where it equals this bound. Each coordinate's reported
-        variance is at least ``2 beta_i^2``: the discrete Laplace variance
-        ``g^2 / (2 sinh^2(1 / (2 t)))`` exceeds ``g^2 (2 t^2 - 1/6)``
-        (``1 / sinh^2 x >= 1 / x^2 - 1/3``), and the grid term adds ``g^2 / 4``.
+        (``p = 2``), where it equals ``2 (sum_i lambda_i^(2/3) w_i^(1/3))^3 /
+        epsilon^2``. Each coordinate's reported variance is at least ``2
+        beta_i^2``: the discrete Laplace variance ``g^2 / (2 sinh^2(1 / (2
+        t)))`` exceeds ``g^2 (2 t^2 - 1/6)`` (``1 / sinh^2 x >= 1 / x^2 -
+        1/3``), and the grid term adds ``g^2 / 4``. Finally ``lambda_i^(2/3)
+        >= lambda_i / max_j lambda_j^(1/3)`` and ``w_i >= min_j w_j`` give
+        this bound, one sum and two extrema (cube roots of a ``d x d``
+        profile cost more than the pruning saves); it is tight for the flat
+        profiles of Gram matrices, where it matters.
         """
         lam = query.released_profile()
         w = query.squared_error_weights()
-        total = float(np.dot(np.cbrt(lam) ** 2, np.cbrt(w)))
-        return 2.0 * total**3 / float(epsilon) ** 2
+        top = float(lam.max(initial=0.0))
+        if top <= 0.0:
+            return 0.0
+        total = float(lam.sum())
+        return 2.0 * total**3 * float(w.min()) / (top * float(epsilon) ** 2)
 
     def _calibrate(self, query, epsilon, delta):
         # floating-point safe (see Laplace): the rounded profile is lambda_i + g on the
