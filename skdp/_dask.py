@@ -57,7 +57,9 @@ def check_dask_input(estimator, X, y=None, *, reset=True):
         raise ValueError(f"Expected a 2-D dask array for X, got {X.ndim} dimension(s).")
     if not (np.issubdtype(X.dtype, np.floating) or np.issubdtype(X.dtype, np.integer)
             or X.dtype == bool):
-        raise ValueError(f"X must be numeric, got dtype {X.dtype}.")
+        from ._validation import _dtype_name
+
+        raise ValueError(f"X must be numeric, got dtype {_dtype_name(X.dtype)}.")
     n, d = int(X.shape[0]), int(X.shape[1])
     if n < 1 or d < 1:
         raise ValueError(f"Found array with shape {(n, d)}; a non-empty 2-D array is required.")
@@ -295,7 +297,9 @@ def validate_fit_data(estimator, X, y=None, *, requires_y=False, **validate_kwar
             if yd is None:
                 raise ValueError("requires y to be passed, but the target y is None.")
             if not (np.issubdtype(yd.dtype, np.number) or yd.dtype == bool):
-                raise ValueError(f"y must be numeric, got dtype {yd.dtype}.")
+                from ._validation import _dtype_name
+
+                raise ValueError(f"y must be numeric, got dtype {_dtype_name(yd.dtype)}.")
             return Xd, yd
         return Xd
     from ._validation import validate_private_data

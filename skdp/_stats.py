@@ -225,14 +225,15 @@ def has_duplicate_entries(X):
     return False
 
 
-def canonical_sparse(X):
+def canonical_sparse(X, spent=True):
     """``X``, or a float64 copy with its duplicate entries summed if it stores some (memory
     ~ nnz).
 
     Summed in float64 (in float32, two finite 3e38 made inf) and refused, like a NaN,
     when a sum leaves the float64 range: the stored values were each finite, and the sum
-    had failed later with misleading errors and a warning (after the charge: it is a
-    value check, like every finiteness check of the rows).
+    had failed later with misleading errors and a warning (after a fit's charge: it is a
+    value check, like every finiteness check of the rows; ``spent=False`` for predict and
+    transform, whose message then says nothing of a budget).
     """
     if has_duplicate_entries(X):
         X = X.astype(np.float64)  # (a copy)
@@ -244,7 +245,7 @@ def canonical_sparse(X):
 
             raise ValueError("Input X contains NaN or infinity: duplicate entries of one "
                              "(row, column) sum beyond the float64 range. The values are not "
-                             "shown: they are private data." + _SPENT_NOTE)
+                             "shown: they are private data." + (_SPENT_NOTE if spent else ""))
     return X
 
 

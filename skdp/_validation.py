@@ -347,10 +347,13 @@ def _dtype_name(dtype):
     value, which pandas advises setting to the column's most common value (review 23, F3)."""
     if type(dtype).__name__ == "SparseDtype":
         return f"Sparse[{getattr(dtype, 'subtype', '?')}] (its fill value is not shown)"
-    if getattr(dtype, "kind", None) in ("U", "S", "V"):
+    kinds = {"U": "str", "S": "bytes", "V": "void", "M": "datetime64", "m": "timedelta64"}
+    if getattr(dtype, "kind", None) in kinds:
         # numpy's fixed-width text and void dtypes print their item size (<U9: the length of
-        # the longest private string), so only the kind is named (review 32, F2)
-        return {"U": "str", "S": "bytes", "V": "void"}[dtype.kind]
+        # the longest private string), dates and spans the finest unit among the values
+        # (datetime64[us] when one holds a time of day): only the kind is named (reviews 32
+        # F2, 35 F2)
+        return kinds[dtype.kind]
     return str(dtype)
 
 
@@ -456,6 +459,7 @@ def check_public_structure(X, y=None, *, estimator=None, requires_y=False):
         raise ValueError(f"Found array with dim {ndim}, while dim <= 2 is required{who}: X must "
                          "be 2-D.")
     check_known_chunks(X, "X")
+    check_sparse_index_dtypes(X)
     # column names are schema: names that mix strings and other types raise now (scikit-learn's
     # check, reading X.columns only), not in the validation after the charge
     _get_feature_names(X)
@@ -646,10 +650,48 @@ def validate_private_data(estimator, X, y="no_validation", spent=None, **kwargs)
         spent = kwargs.get("reset", True)
     if sp.issparse(X):
         check_sparse_structure(X, spent)
+        X = _without_spare_capacity(X)
     if isinstance(y, str) and y == "no_validation":
-        return call_without_values(validate_data, estimator, X, name="X", spent=spent, **kwargs)
-    return call_without_values(validate_data, estimator, X, y, name=("X", "y"), spent=spent,
-                               **kwargs)
+        out = call_without_values(validate_data, estimator, X, name="X", spent=spent, **kwargs)
+    else:
+        out = call_without_values(validate_data, estimator, X, y, name=("X", "y"), spent=spent,
+                                  **kwargs)
+    if not kwargs.get("reset", True):
+        # predict and transform read a sparse X with its duplicate entries summed, as fit
+        # does: clipping or scaling the stored entries one by one, or a product over them,
+        # would apply to each copy what is meant for their sum (review 34, F1-F3)
+        if isinstance(out, tuple):
+            return (_summed_duplicates(out[0]),) + tuple(out[1:])
+        return _summed_duplicates(out)
+    return out
+
+
+def _without_spare_capacity(X):
+    """A CSR/CSC matrix without stored values beyond ``indptr[-1]`` (views of its arrays).
+
+    scipy ignores that capacity, but scikit-learn's finiteness check reads all of
+    ``data``: a NaN there was refused, after a fit's charge, in a matrix that holds
+    none (review 34, F5)."""
+    if getattr(X, "format", None) not in ("csr", "csc"):
+        return X
+    nnz = int(X.indptr[-1])
+    if X.data.shape[0] == nnz and X.indices.shape[0] == nnz:
+        return X
+    return type(X)((X.data[:nnz], X.indices[:nnz], X.indptr), shape=X.shape)
+
+
+def _summed_duplicates(X):
+    """``X`` with duplicate entries summed if it is a CSR/CSC matrix that stores some (summed
+    in float64, then back to ``X``'s dtype, saturated: :func:`saturate`), else ``X``."""
+    from ._stats import canonical_sparse, has_duplicate_entries
+
+    if getattr(X, "format", None) not in ("csr", "csc") or not has_duplicate_entries(X):
+        return X
+    dtype = X.dtype
+    X = canonical_sparse(X, spent=False)
+    if X.dtype != dtype:
+        X = type(X)((saturate(X.data, dtype), X.indices, X.indptr), shape=X.shape)
+    return X
 
 
 def _compressed_ok(indptr, indices, data, major, minor, data_ndim=1):
@@ -675,6 +717,22 @@ def _indices_ok(coords, data, shape):
                                          for c, size in zip(coords, shape))
 
 
+def _index_dtype_ok(dtype):
+    """Integers that cast safely to int64 (scipy builds int32 or int64; smaller ones work)."""
+    return dtype.kind == "i" or (dtype.kind == "u" and dtype.itemsize < 8)
+
+
+def check_sparse_index_dtypes(X):
+    """Refuse a compressed sparse matrix whose index arrays are not integers that cast safely
+    to int64 (uint64 set by hand failed with numpy's casting error inside the kernels, after
+    the charge: review 34, F5). Their dtypes are public structure."""
+    if getattr(X, "format", None) in ("csr", "csc", "bsr") and not all(
+            _index_dtype_ok(np.asarray(a).dtype) for a in (X.indptr, X.indices)):
+        raise ValueError("X is a sparse matrix whose index arrays are not integers that fit "
+                         "int64: convert them to int32 or int64 (decided by their dtypes, "
+                         "before the budget is charged).")
+
+
 def check_sparse_structure(X, spent=False):
     """Refuse a scipy.sparse matrix whose stored structure is corrupt: an index outside its
     shape, or compressed pointers that do not start at 0, decrease or pass the stored values.
@@ -685,6 +743,7 @@ def check_sparse_structure(X, spent=False):
     value (the sparsity pattern is private data too).
     """
     fmt = getattr(X, "format", None)
+    check_sparse_index_dtypes(X)
     if fmt in ("csr", "csc"):
         major, minor = X.shape if fmt == "csr" else X.shape[::-1]
         ok = _compressed_ok(X.indptr, X.indices, X.data, major, minor)

@@ -1860,3 +1860,16 @@ def test_text_dtypes_are_named_without_their_item_size():
         messages.append(str(err.value))
     assert messages[0] == messages[2] and messages[1] == messages[3]
     assert "<U" not in "".join(messages) and "dtype is str" in messages[0]
+
+
+def test_date_dtypes_are_named_without_their_unit():
+    # review 35, F2: numpy infers datetime64[D] or [us] from the finest value
+    from skdp import PrivatePCA
+
+    messages = []
+    for values in (["2020-01-01", "2020-01-02"], ["2020-01-01", "2020-01-02T10:00:01.5"]):
+        X = np.array([values] * 10, dtype="datetime64")
+        with pytest.raises(ValueError) as err:
+            PrivatePCA(n_components=1, data_norm=1.0).fit(X)
+        messages.append(str(err.value))
+    assert messages[0] == messages[1] and "dtype datetime64 not" in messages[0]

@@ -44,3 +44,67 @@ def test_duplicates_fit_as_their_sum(cls, perturbation, fmt):
     b = cls(**kw).fit(summed, y)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     np.testing.assert_array_equal(a.intercept_, b.intercept_)
+
+
+def _transformers_and_predictors():
+    from skdp import PrivateOLS, PrivatePCA, PrivateRandomProjection
+    from skdp.preprocessing import PrivateRowNormScaler, PrivateStandardScaler
+
+    return [
+        (PrivateLogisticRegression(data_norm=1.0, classes=[0, 1], random_state=0), "decision_function"),
+        (PrivateOLS(data_norm=1.0, label_bound=1.0, random_state=0), "predict"),
+        (PrivatePCA(n_components=2, data_norm=1.0, random_state=0), "transform"),
+        (PrivateRandomProjection(n_components=2, data_norm=1.0, random_state=0), "transform"),
+        (PrivateRowNormScaler(norm_range=(0.01, 10.0), random_state=0), "transform"),
+        (PrivateStandardScaler(bounds=(-0.5, 0.5), with_mean=False, random_state=0), "transform"),
+    ]
+
+
+@pytest.mark.parametrize("case", range(6))
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_predict_and_transform_read_duplicates_as_their_sum(case, fmt):
+    # review 34, F1-F3: clipping, scaling or multiplying the stored entries one by one
+    # applied to each copy what is meant for their sum (wrong outputs, beyond the bounds)
+    est, method = _transformers_and_predictors()[case]
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-0.5, 0.5, (200, 4))
+    y = (X[:, 0] > 0).astype(int)
+    est.fit(X, y)
+    stored = sp.csr_matrix(X[:5]).asformat(fmt)
+    stored = sp.csr_matrix((np.r_[stored.tocsr().data, 0.3, 0.3, 0.3],
+                            np.r_[stored.tocsr().indices, 1, 1, 1],
+                            np.r_[stored.tocsr().indptr[:-1], stored.nnz + 3]),
+                           shape=(5, 4)).asformat(fmt)  # the last row stores column 1 four times
+    summed = stored.copy()
+    summed.sum_duplicates()
+    a = getattr(est, method)(stored)
+    b = getattr(est, method)(summed)
+    a = a.toarray() if sp.issparse(a) else np.asarray(a)
+    b = b.toarray() if sp.issparse(b) else np.asarray(b)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_unsigned_sparse_indices_are_refused_before_the_charge():
+    from skdp import BudgetLedger
+
+    rng = np.random.default_rng(0)
+    X = sp.csr_matrix(rng.uniform(-0.5, 0.5, (50, 3)))
+    X.indices = X.indices.astype(np.uint64)
+    X.indptr = X.indptr.astype(np.uint64)
+    ledger = BudgetLedger(10.0, 1e-3)
+    with pytest.raises(ValueError, match="not integers that fit"):
+        PrivateLogisticRegression(data_norm=1.0, classes=[0, 1], accountant=ledger).fit(
+            X, np.arange(50) % 2)
+    assert ledger.spends == []
+
+
+def test_values_beyond_the_stored_entries_are_ignored():
+    # scipy ignores data past indptr[-1]; a NaN there was refused after the charge
+    from skdp import PrivatePCA
+
+    rng = np.random.default_rng(0)
+    X = sp.csr_matrix(rng.uniform(-0.5, 0.5, (60, 3)))
+    spare = sp.csr_matrix((np.r_[X.data, np.nan], np.r_[X.indices, 0], X.indptr), shape=X.shape)
+    a = PrivatePCA(n_components=2, data_norm=1.0, random_state=3).fit(spare)
+    b = PrivatePCA(n_components=2, data_norm=1.0, random_state=3).fit(X)
+    np.testing.assert_array_equal(a.components_, b.components_)
