@@ -285,3 +285,17 @@ def test_selection_with_bounds_is_the_argmin_of_every_calibration(eps, delta, mo
         skipped += sum(s.mechanism not in during for s in every
                        if s.mechanism in ("inid_gaussian", "inid_laplace"))
     assert skipped > 0  # the bounds did spare calibrations
+
+
+@pytest.mark.parametrize("profile, eps, delta", [
+    ([5e102, 1.0], 1.0, 0.0), ([4.6e102, 1e101], 1.0, 0.0), ([1e110, 1e100], 1.0, 1e-6),
+    ([2e152] * 100, 30.0, 0.4),
+])
+def test_selection_near_the_float64_limit(profile, eps, delta):
+    # review 35, F1: a bound that overflowed skipped the best mechanism or raised
+    q = Query(shape=(len(profile),), sensitivity_profile=np.array(profile))
+    spec = select(q, eps, delta)
+    every = candidates(q, eps, delta)
+    best = min(every, key=lambda s: (s.expected_squared_error, s.mechanism))
+    assert (spec.mechanism, spec.expected_squared_error) == (best.mechanism,
+                                                             best.expected_squared_error)

@@ -78,8 +78,9 @@ class Mechanism:
     def mse_lower_bound(self, query, epsilon, delta):
         """A lower bound on the expected squared error :meth:`calibrate` would report for
         an applicable ``query``, cheaper than the calibration, or None (no bound: the
-        default). ``mechanism="auto"`` skips a candidate whose bound exceeds the error of
-        one already calibrated (:func:`skdp.mechanisms.selection.select`)."""
+        default, and where the bound would not be a finite float). ``mechanism="auto"``
+        skips a candidate whose bound exceeds the error of one already calibrated
+        (:func:`skdp.mechanisms.selection.select`)."""
         return None
 
     def calibrate(self, query, epsilon, delta, *, warn=True):

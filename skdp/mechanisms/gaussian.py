@@ -319,7 +319,9 @@ class InidGaussian(GridRelease, Mechanism):
         """
         lam = query.released_profile()
         total = float(np.dot(lam, np.sqrt(query.squared_error_weights())))
-        return total**2 / analytic_gaussian_mu(epsilon, delta) ** 2
+        with np.errstate(over="ignore"):  # (inf for profiles near the float64 limit: no bound)
+            bound = float((np.float64(total) / analytic_gaussian_mu(epsilon, delta)) ** 2)
+        return bound if np.isfinite(bound) else None
 
     def _calibrate(self, query, epsilon, delta):
         # in place where it can be: the profiles of d x d statistics have d(d+1)/2 coordinates

@@ -424,7 +424,10 @@ class InidLaplace(GridRelease, _PureMechanism):
         if top <= 0.0:
             return 0.0
         total = float(lam.sum())
-        return 2.0 * total**3 * float(w.min()) / (top * float(epsilon) ** 2)
+        with np.errstate(over="ignore"):  # (inf for profiles near the float64 limit: no bound)
+            bound = float(np.float64(2.0 * float(w.min()) / float(epsilon) ** 2)
+                          * (total / top) * np.float64(total) * total)
+        return bound if np.isfinite(bound) else None
 
     def _calibrate(self, query, epsilon, delta):
         # floating-point safe (see Laplace): the rounded profile is lambda_i + g on the
