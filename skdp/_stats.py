@@ -630,10 +630,14 @@ def check_weight_structure(sample_weight, n, estimator=None):
     from ._validation import _check_public_dtype, _public_ndim, check_known_chunks
 
     check_known_chunks(sample_weight, "sample_weight")
+    who = f"{type(estimator).__name__}: " if estimator is not None else ""
+    if sp.issparse(sample_weight):  # its type (review 36, F3: refused after the charge)
+        raise ValueError(f"{who}sample_weight must be dense (a 1-D array-like), not a scipy "
+                         "sparse matrix or array (decided by its type, before the budget is "
+                         "charged).")
     if sample_weight is not None and not np.isscalar(sample_weight):
         # complex, string, date or void weights: refused by their declared dtype
         _check_public_dtype(sample_weight, "sample_weight", "cUSMmV")
-    who = f"{type(estimator).__name__}: " if estimator is not None else ""
     sample_weight = _scalar_weight(sample_weight)
     if sample_weight is not None and np.isscalar(sample_weight):
         # one weight for every record is a setting, not per-record data: checked now

@@ -672,7 +672,7 @@ def _without_spare_capacity(X):
     scipy ignores that capacity, but scikit-learn's finiteness check reads all of
     ``data``: a NaN there was refused, after a fit's charge, in a matrix that holds
     none (review 34, F5)."""
-    if getattr(X, "format", None) not in ("csr", "csc"):
+    if not sp.issparse(X) or X.format not in ("csr", "csc"):
         return X
     nnz = int(X.indptr[-1])
     if X.data.shape[0] == nnz and X.indices.shape[0] == nnz:
@@ -685,7 +685,7 @@ def _summed_duplicates(X):
     in float64, then back to ``X``'s dtype, saturated: :func:`saturate`), else ``X``."""
     from ._stats import canonical_sparse, has_duplicate_entries
 
-    if getattr(X, "format", None) not in ("csr", "csc") or not has_duplicate_entries(X):
+    if not sp.issparse(X) or X.format not in ("csr", "csc") or not has_duplicate_entries(X):
         return X
     dtype = X.dtype
     X = canonical_sparse(X, spent=False)
@@ -726,7 +726,8 @@ def check_sparse_index_dtypes(X):
     """Refuse a compressed sparse matrix whose index arrays are not integers that cast safely
     to int64 (uint64 set by hand failed with numpy's casting error inside the kernels, after
     the charge: review 34, F5). Their dtypes are public structure."""
-    if getattr(X, "format", None) in ("csr", "csc", "bsr") and not all(
+    # (sparse only: a DataFrame's ``format`` attribute may be a column)
+    if sp.issparse(X) and X.format in ("csr", "csc", "bsr") and not all(
             _index_dtype_ok(np.asarray(a).dtype) for a in (X.indptr, X.indices)):
         raise ValueError("X is a sparse matrix whose index arrays are not integers that fit "
                          "int64: convert them to int32 or int64 (decided by their dtypes, "

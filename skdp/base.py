@@ -327,8 +327,14 @@ class ValueFreeScoreMixin:
     def score(self, X, y, sample_weight=None):
         """Return the score of ``predict`` on ``(X, y)`` (scikit-learn's: accuracy for a
         classifier, R^2 for a regressor); errors carry no value of the data."""
+        import scipy.sparse as sp
+
         from ._validation import call_without_values
 
+        for name, value in (("y", y), ("sample_weight", sample_weight)):
+            if sp.issparse(value):  # scipy's and scikit-learn's messages count stored values
+                raise ValueError(f"{name} must be dense for score, not a scipy sparse matrix or "
+                                 "array (decided by its type).")
         return call_without_values(super().score, X, y, sample_weight=sample_weight,
                                    name=("X", "y"))
 

@@ -289,13 +289,20 @@ def test_selection_with_bounds_is_the_argmin_of_every_calibration(eps, delta, mo
 
 @pytest.mark.parametrize("profile, eps, delta", [
     ([5e102, 1.0], 1.0, 0.0), ([4.6e102, 1e101], 1.0, 0.0), ([1e110, 1e100], 1.0, 1e-6),
-    ([2e152] * 100, 30.0, 0.4),
+    ([2e152] * 100, 30.0, 0.4), ([4.2e-162, 3.3e-162], 0.34, 0.0), ([1e-170] * 3, 1.0, 0.0),
 ])
 def test_selection_near_the_float64_limit(profile, eps, delta):
-    # review 35, F1: a bound that overflowed skipped the best mechanism or raised
+    # review 35, F1: a bound that overflowed skipped the best mechanism or raised; review 36,
+    # F2: a bound above a calibrated error that underflowed to 0 skipped a tie
     q = Query(shape=(len(profile),), sensitivity_profile=np.array(profile))
     spec = select(q, eps, delta)
     every = candidates(q, eps, delta)
     best = min(every, key=lambda s: (s.expected_squared_error, s.mechanism))
     assert (spec.mechanism, spec.expected_squared_error) == (best.mechanism,
                                                              best.expected_squared_error)
+
+
+def test_bounds_give_up_outside_the_normal_range():
+    q = Query(shape=(2,), sensitivity_profile=np.array([1.0, 0.5]))
+    assert get_mechanism("inid_laplace").mse_lower_bound(q, 1e-163, 0.0) is None
+    assert get_mechanism("inid_laplace").mse_lower_bound(q, 1.0, 0.0) > 0

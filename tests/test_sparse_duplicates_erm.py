@@ -108,3 +108,33 @@ def test_values_beyond_the_stored_entries_are_ignored():
     a = PrivatePCA(n_components=2, data_norm=1.0, random_state=3).fit(spare)
     b = PrivatePCA(n_components=2, data_norm=1.0, random_state=3).fit(X)
     np.testing.assert_array_equal(a.components_, b.components_)
+
+
+def test_sparse_weights_are_refused_before_the_charge_and_scores_name_no_count():
+    # review 36, F3-F4: a 1-D sparse sample_weight was refused after the charge; score()
+    # with a sparse y quoted scikit-learn's count of stored (non-zero) labels
+    from skdp import BudgetLedger, PrivateOLS
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.5, 0.5, (40, 3))
+    y = X[:, 0]
+    w = sp.coo_array(np.r_[np.ones(20), np.zeros(20)])
+    ledger = BudgetLedger(10.0, 1e-3)
+    with pytest.raises(ValueError, match="must be dense"):
+        PrivateOLS(data_norm=1.0, label_bound=1.0, accountant=ledger).fit(X, y, sample_weight=w)
+    assert ledger.spends == []
+    reg = PrivateOLS(data_norm=1.0, label_bound=1.0, random_state=0).fit(X, y)
+    for kwargs in ({"y": sp.csr_matrix(y[:, None])}, {"y": y, "sample_weight": w}):
+        with pytest.raises(ValueError) as err:
+            reg.score(X, **kwargs)
+        assert "must be dense" in str(err.value) and "stored" not in str(err.value)
+
+
+def test_a_dataframe_column_named_format_is_data():
+    # review 36, F1: the sparse checks read X.format, a column of such a DataFrame
+    pd = pytest.importorskip("pandas")
+    from skdp import PrivatePCA
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame(rng.uniform(-0.5, 0.5, (30, 2)), columns=["format", "other"])
+    assert PrivatePCA(n_components=1, data_norm=1.0, random_state=0).fit(df).n_components_ == 1

@@ -122,6 +122,13 @@ class Mechanism:
         return f"<Mechanism {self.name!r} verified={self.verified}>"
 
 
+def _usable_bound(bound):
+    """Whether an error bound can prune (:meth:`Mechanism.mse_lower_bound`): finite, and far
+    enough above the subnormal range that the calibrated errors it is compared with do not
+    underflow to 0 where the bound does not (review 36, F2)."""
+    return bool(np.isfinite(bound)) and bound >= np.finfo(float).tiny * 2.0**52
+
+
 def warn_unverified(mechanism):
     warn_at_caller(
         f"mechanism {mechanism.name!r} is NOT verified differentially private: "

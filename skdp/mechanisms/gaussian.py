@@ -25,7 +25,7 @@ difference inside the sensitivity profile box ``|d_i| <= lambda_i``.
 import numpy as np
 from scipy.special import log_ndtr
 
-from ._base import Mechanism, register
+from ._base import Mechanism, _usable_bound, register
 from ._grid import (
     GridRelease,
     check_gaussian_steps,
@@ -319,9 +319,9 @@ class InidGaussian(GridRelease, Mechanism):
         """
         lam = query.released_profile()
         total = float(np.dot(lam, np.sqrt(query.squared_error_weights())))
-        with np.errstate(over="ignore"):  # (inf for profiles near the float64 limit: no bound)
+        with np.errstate(all="ignore"):  # (inf or 0 near the float64 limits: no bound)
             bound = float((np.float64(total) / analytic_gaussian_mu(epsilon, delta)) ** 2)
-        return bound if np.isfinite(bound) else None
+        return bound if _usable_bound(bound) else None
 
     def _calibrate(self, query, epsilon, delta):
         # in place where it can be: the profiles of d x d statistics have d(d+1)/2 coordinates

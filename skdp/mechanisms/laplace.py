@@ -45,7 +45,7 @@ import math
 import numpy as np
 from scipy.special import gammaln
 
-from ._base import Mechanism, register
+from ._base import Mechanism, _usable_bound, register
 from ._grid import (
     SAMPLER_MAX_STEPS,
     GridRelease,
@@ -424,10 +424,11 @@ class InidLaplace(GridRelease, _PureMechanism):
         if top <= 0.0:
             return 0.0
         total = float(lam.sum())
-        with np.errstate(over="ignore"):  # (inf for profiles near the float64 limit: no bound)
-            bound = float(np.float64(2.0 * float(w.min()) / float(epsilon) ** 2)
-                          * (total / top) * np.float64(total) * total)
-        return bound if np.isfinite(bound) else None
+        with np.errstate(all="ignore"):  # (inf or 0 near the float64 limits: no bound)
+            e = np.float64(epsilon)
+            bound = float(2.0 * np.float64(w.min()) / e / e * (total / top) * np.float64(total)
+                          * total)
+        return bound if _usable_bound(bound) else None
 
     def _calibrate(self, query, epsilon, delta):
         # floating-point safe (see Laplace): the rounded profile is lambda_i + g on the

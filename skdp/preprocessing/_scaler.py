@@ -122,7 +122,7 @@ from sklearn.utils.validation import FLOAT_DTYPES, check_array, check_is_fitted,
 from .._budget import PrivacyBudget
 from .._validation import (MAX_PUBLIC_BOUND, _leak_warning, call_without_values, saturate,
                            check_epsilon_delta, check_sparse_structure, is_sparse_input,
-                           validate_private_data)
+                           validate_private_data, _without_spare_capacity)
 from .._filter import release_curve
 from ..base import PrivateEstimatorMixin, fixed_float_state, private_fit
 from ..mechanisms import Query, calibrate
@@ -646,6 +646,7 @@ class PrivateStandardScaler(PrivateEstimatorMixin, OneToOneFeatureMixin, Transfo
         check_is_fitted(self)
         if sparse.issparse(X):
             check_sparse_structure(X)  # (its conversion to CSR trusts it)
+            X = _without_spare_capacity(X)  # (values past indptr[-1]: scipy ignores them)
         X = call_without_values(check_array, X, accept_sparse="csr", copy=True,
                                 dtype=FLOAT_DTYPES)
         if sparse.issparse(X):
