@@ -306,27 +306,3 @@ def test_bounds_give_up_outside_the_normal_range():
     q = Query(shape=(2,), sensitivity_profile=np.array([1.0, 0.5]))
     assert get_mechanism("inid_laplace").mse_lower_bound(q, 1e-163, 0.0) is None
     assert get_mechanism("inid_laplace").mse_lower_bound(q, 1.0, 0.0) > 0
-
-
-def test_a_candidate_that_refuses_the_budget_is_passed_over():
-    # review 36: beyond the exact Gaussian samplers' range (epsilon 50 at delta 1e-5) auto
-    # raised although the Laplace mechanisms answer; now the best that calibrates wins
-    from skdp import PrivatePCA
-
-    q = Query(shape=(20,), l2_sensitivity=1.0, l1_sensitivity=2.0)
-    with pytest.raises(ValueError, match="delta is too small"):
-        calibrate(q, 50.0, 1e-5, mechanism="analytic_gaussian")
-    spec = select(q, 50.0, 1e-5)
-    answered = []
-    for name in ("analytic_gaussian", "gaussian", "laplace"):
-        try:
-            answered.append(calibrate(q, 50.0, 1e-5, mechanism=name))
-        except ValueError:
-            pass
-    best = min(answered, key=lambda s: (s.expected_squared_error, s.mechanism))
-    assert (spec.mechanism, spec.expected_squared_error) == (best.mechanism,
-                                                             best.expected_squared_error)
-    X = np.random.default_rng(0).uniform(-0.3, 0.3, (200, 5))
-    pca = PrivatePCA(n_components=2, epsilon=50.0, data_norm=1.0, random_state=0).fit(X)
-    # a pure release, charged no delta
-    assert (pca.privacy_spent_.epsilon, pca.privacy_spent_.delta) == (50.0, 0.0)

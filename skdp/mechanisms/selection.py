@@ -33,10 +33,7 @@ def select(query, epsilon, delta):
     non-identical Gaussian and Laplace, whose calibrations of a ``d x d``
     statistic take seconds) are calibrated last, and only when half their
     bound does not exceed the least error found so far: the choice is the
-    one of calibrating them all. A candidate whose calibration refuses the
-    budget (the exact Gaussian samplers' range ends near epsilon = 44 - ln k
-    at delta = 1e-5 for k coordinates) is passed over; the first refusal is
-    raised when every candidate refuses.
+    one of calibrating them all.
     """
     if not isinstance(query, Query):
         raise TypeError(f"query must be a skdp.mechanisms.Query, got {type(query).__name__}.")
@@ -44,7 +41,7 @@ def select(query, epsilon, delta):
     names = applicable_names(query, epsilon, delta)
     bounded = {name: _REGISTRY[name] for name in names
                if type(_REGISTRY[name]).mse_lower_bound is not Mechanism.mse_lower_bound}
-    best, refused = None, []
+    best = None
     for name in [n for n in names if n not in bounded] + list(bounded):
         if name in bounded and best is not None:
             bound = bounded[name].mse_lower_bound(query, epsilon, delta)
@@ -52,18 +49,12 @@ def select(query, epsilon, delta):
                 continue  # its error exceeds the best one's: calibrating it cannot change the choice
         # one calibration alive besides the best so far (those of a d x d statistic are large);
         # the least error wins, and of equal errors the alphabetically first name
-        try:
-            spec = _REGISTRY[name].calibrate(query, epsilon, delta)
-        except ValueError as err:  # e.g. beyond a sampler's range at this (epsilon, delta):
-            refused.append(err)   # another candidate may answer (public inputs decide)
-            continue
+        spec = _REGISTRY[name].calibrate(query, epsilon, delta)
         if best is None or ((spec.expected_squared_error, name)
                             < (best.expected_squared_error, best.mechanism)):
             best = spec
         del spec
     if best is None:
-        if refused:  # every candidate refused: the first one's reason
-            raise refused[0]
         raise ValueError(
             f"no verified mechanism applies to {query!r} at epsilon={epsilon}, delta={delta}."
         )
