@@ -683,15 +683,15 @@ def _without_spare_capacity(X):
 def _summed_duplicates(X):
     """``X`` with duplicate entries summed if it is a CSR/CSC matrix that stores some (summed
     in float64, then back to ``X``'s dtype, saturated: :func:`saturate`), else ``X``."""
-    from ._stats import canonical_sparse, has_duplicate_entries
+    from ._stats import canonical_sparse
 
-    if not sp.issparse(X) or X.format not in ("csr", "csc") or not has_duplicate_entries(X):
+    if not sp.issparse(X) or X.format not in ("csr", "csc"):
         return X
-    dtype = X.dtype
-    X = canonical_sparse(X, spent=False)
-    if X.dtype != dtype:
-        X = type(X)((saturate(X.data, dtype), X.indices, X.indptr), shape=X.shape)
-    return X
+    summed = canonical_sparse(X, spent=False)  # (X itself when it stores no duplicate)
+    if summed.dtype != X.dtype:
+        summed = type(X)((saturate(summed.data, X.dtype), summed.indices, summed.indptr),
+                         shape=X.shape)
+    return summed
 
 
 def _compressed_ok(indptr, indices, data, major, minor, data_ndim=1):

@@ -686,7 +686,8 @@ class PrivatePCA(PrivateEstimatorMixin, ClassNamePrefixFeaturesOutMixin, Transfo
         self.explained_variance_ratio_ = kept / total if total > 0 else np.zeros(k)
         self.singular_values_ = np.sqrt(kept * dof)
         # mean of the eigenvalues not kept (trace minus the kept ones), clamped at 0
-        self.noise_variance_ = max((trace - float(evals[:k].sum())) / (d - k), 0.0) if k < d else 0.0
+        self.noise_variance_ = (max((trace - float(evals[:k].sum())) / (d - k), 0.0)
+                                if k < d else 0.0)
         self.n_components_ = k
         self.n_samples_ = n
         return self

@@ -46,7 +46,7 @@ def select(query, epsilon, delta):
         if name in bounded and best is not None:
             bound = bounded[name].mse_lower_bound(query, epsilon, delta)
             if bound is not None and 0.5 * bound > best.expected_squared_error:
-                continue  # its error exceeds the best one's: calibrating it cannot change the choice
+                continue  # its error exceeds the best one's: it cannot change the choice
         # one calibration alive besides the best so far (those of a d x d statistic are large);
         # the least error wins, and of equal errors the alphabetically first name
         spec = _REGISTRY[name].calibrate(query, epsilon, delta)
